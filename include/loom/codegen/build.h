@@ -1,0 +1,19 @@
+// build(): lowered functions to a runnable Module for a target.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "loom/lower/lower.h"
+#include "loom/runtime/module.h"
+#include "loom/runtime/target.h"
+#include "loom/schedule/schedule.h"
+
+namespace loom::codegen {
+
+/// Lowers and compiles one schedule into a module with one function, `name`.
+runtime::Module build(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const Target& target,
+                      const std::string& name);
+/// Compiles several lowered (packed) functions into one module.
+runtime::Module build(const std::vector<lower::LoweredFunc>& funcs, const Target& target);
+
+}  // namespace loom::codegen

@@ -1,0 +1,41 @@
+// Target: what code is generated for ("llvm", "llvm -mcpu=x86-64-v3", "cuda -arch=sm_90").
+#pragma once
+#include <map>
+#include <string>
+
+namespace loom {
+
+/// A compilation target parsed from a string: a kind followed by -key=value options.
+/// Known kinds: "llvm" (CPU; options -mcpu, -mtriple, -mattr) and "cuda" (-arch).
+class Target {
+ public:
+  Target() : Target("llvm") {}
+  Target(const char* s) : Target(std::string(s)) {}  // NOLINT: implicit, as users write it
+  Target(const std::string& s);                       // NOLINT
+
+  /// The host CPU target with its detected name and features filled in.
+  static Target host();
+
+  const std::string& kind() const { return kind_; }
+  bool is_cpu() const { return kind_ == "llvm"; }
+  bool is_cuda() const { return kind_ == "cuda"; }
+  /// Option value, or `def` when absent. Keys are given without the leading dash.
+  std::string get(const std::string& key, const std::string& def = "") const;
+  bool has(const std::string& key) const { return opts_.count(key) != 0; }
+  /// CPU name for LLVM: -mcpu, or the host's when absent.
+  std::string mcpu() const;
+  /// Target triple for LLVM: -mtriple, or the host's when absent.
+  std::string mtriple() const;
+  /// Largest native vector width in bits for float operations (512 with AVX-512).
+  int vector_bits() const;
+  /// Canonical text, options sorted: equal targets print equally.
+  std::string str() const;
+
+  bool operator==(const Target& o) const { return str() == o.str(); }
+
+ private:
+  std::string kind_;
+  std::map<std::string, std::string> opts_;
+};
+
+}  // namespace loom

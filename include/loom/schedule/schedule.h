@@ -1,0 +1,160 @@
+// Schedule and Stage: how each operation of a tensor program runs.
+//
+// A Stage owns the iteration variables of one operation and the relations between them
+// (split, fuse); its leaf variables, in order, are the loops it lowers to.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "loom/te/tensor.h"
+
+namespace loom::schedule {
+
+using te::Expr;
+using te::IterVar;
+using te::Operation;
+using te::Tensor;
+
+/// parent = outer * factor + inner (factor or nparts given; the other follows from bounds).
+struct SplitRelation { IterVar parent, outer, inner; Expr factor, nparts; };
+/// fused = outer * extent(inner) + inner.
+struct FuseRelation { IterVar outer, inner, fused; };
+/// rebased = parent - min(parent): a zero-based copy of an axis (used by compute_at).
+struct RebaseRelation { IterVar parent, rebased; };
+
+enum class RelationKind : uint8_t { kSplit, kFuse, kRebase };
+struct IterVarRelation {
+  RelationKind kind;
+  SplitRelation split;
+  FuseRelation fuse;
+  RebaseRelation rebase;
+};
+
+enum class AttachType : uint8_t {
+  kRoot,     // computed at the top level of the function
+  kInline,   // substituted into its consumers
+  kScope,    // computed inside a loop of another stage (compute_at)
+};
+
+enum class IterAnnotation : uint8_t { kNone, kVectorize, kUnroll, kParallel, kThreadBind };
+
+/// Per-iteration-variable annotations.
+struct IterVarAttr {
+  IterAnnotation annotation = IterAnnotation::kNone;
+  IterVar bind_thread;                     // for kThreadBind
+  std::map<std::string, Expr> pragmas;     // pragma_unroll_explicit, …
+};
+
+struct StageNode;
+
+/// One operation's schedule. A handle: copies refer to the same stage.
+class Stage {
+ public:
+  Stage() = default;
+  explicit Stage(std::shared_ptr<StageNode> n) : node_(std::move(n)) {}
+  bool defined() const { return node_ != nullptr; }
+  StageNode* operator->() const { return node_.get(); }
+  StageNode* get() const { return node_.get(); }
+  bool operator==(const Stage& o) const { return node_ == o.node_; }
+
+  /// The i-th spatial / reduce axis of the operation (as created by compute).
+  IterVar axis(size_t i) const;
+  IterVar reduce_axis(size_t i) const;
+  /// Current loop order, outermost first.
+  const std::vector<IterVar>& leaf_iter_vars() const;
+
+  std::pair<IterVar, IterVar> split(const IterVar& parent, Expr factor);
+  std::pair<IterVar, IterVar> split_nparts(const IterVar& parent, Expr nparts);
+  IterVar fuse(const IterVar& outer, const IterVar& inner);
+  /// Fuses several adjacent leaf axes, outermost first.
+  IterVar fuse(const std::vector<IterVar>& axes);
+  void reorder(const std::vector<IterVar>& order);
+  /// Splits x and y and orders the result (xo, yo, xi, yi).
+  std::tuple<IterVar, IterVar, IterVar, IterVar> tile(const IterVar& x, const IterVar& y, Expr x_factor, Expr y_factor);
+  void unroll(const IterVar& iv);
+  void vectorize(const IterVar& iv);
+  void parallel(const IterVar& iv);
+  void bind(const IterVar& iv, const IterVar& thread);
+  void pragma(const IterVar& iv, const std::string& key, Expr value = Expr(1));
+  void compute_at(const Stage& parent, const IterVar& scope);
+  void compute_inline();
+  void compute_root();
+  /// Pads the stride of dimension `axis`'s dimension so that stride % factor == offset.
+  void storage_align(const IterVar& axis, int factor, int offset);
+  void set_scope(const std::string& scope);
+  void double_buffer();
+
+ private:
+  std::shared_ptr<StageNode> node_;
+};
+
+struct StageNode {
+  Operation op;         // the operation as scheduled (cache/rfactor may replace it)
+  Operation origin_op;  // the operation the user created
+  std::vector<IterVar> all_iter_vars;   // roots and every var made by a relation
+  std::vector<IterVar> leaf_iter_vars;  // the loops, outermost first
+  std::vector<IterVarRelation> relations;
+  std::unordered_map<const te::IterVarNode*, IterVarAttr> iter_var_attrs;
+  AttachType attach_type = AttachType::kRoot;
+  Stage attach_stage;
+  IterVar attach_ivar;
+  std::string scope;  // storage scope; empty means the default ("global")
+  std::map<int, std::pair<int, int>> storage_align;  // dim → (factor, offset)
+  bool double_buffer = false;
+  bool is_output = false;
+  std::string name() const;
+  /// Root spatial axes followed by root reduce axes.
+  std::vector<IterVar> root_iter_vars() const;
+};
+
+struct ScheduleNode;
+
+/// The schedule of a whole tensor program: one Stage per operation reachable from outputs.
+class Schedule {
+ public:
+  Schedule() = default;
+  explicit Schedule(std::shared_ptr<ScheduleNode> n) : node_(std::move(n)) {}
+  ScheduleNode* operator->() const { return node_.get(); }
+  bool defined() const { return node_ != nullptr; }
+
+  /// The stage of the operation that produces `t`; throws if it is not in this schedule.
+  Stage operator[](const Tensor& t) const;
+  Stage operator[](const Operation& op) const;
+  /// Stages in topological order (inputs first).
+  const std::vector<Stage>& stages() const;
+  const std::vector<Operation>& outputs() const;
+
+  /// A copy of `t` in `scope`, read by `readers` instead of `t`.
+  Tensor cache_read(const Tensor& t, const std::string& scope, const std::vector<Operation>& readers);
+  Tensor cache_read(const Tensor& t, const std::string& scope, const std::vector<Tensor>& readers);
+  /// Computes `t` into a new stage in `scope`; `t`'s own stage becomes a copy out of it.
+  Tensor cache_write(const Tensor& t, const std::string& scope);
+  /// Factors the reduce axis `axis` out: returns the partial-result tensor whose new spatial
+  /// axis (at `factor_axis`) ranges over `axis`; `t` then reduces over it.
+  Tensor rfactor(const Tensor& t, const IterVar& axis, int factor_axis = 0);
+  /// A deep copy (tuners try variants of one schedule).
+  Schedule copy() const;
+
+ private:
+  std::shared_ptr<ScheduleNode> node_;
+};
+
+struct ScheduleNode {
+  std::vector<Operation> outputs;
+  std::vector<Stage> stages;
+  std::unordered_map<const te::OperationNode*, Stage> stage_map;
+  Stage stage_of(const Operation& op) const;
+  /// Re-sorts stages topologically after a primitive added operations.
+  void sort_stages();
+};
+
+/// A schedule for computing `outputs`, every stage at the root with its natural loops.
+Schedule create_schedule(const std::vector<Tensor>& outputs);
+Schedule create_schedule(const std::vector<Operation>& outputs);
+
+}  // namespace loom::schedule

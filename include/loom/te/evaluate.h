@@ -1,0 +1,18 @@
+// te::evaluate: the reference evaluator. Slow, direct and obviously correct; every
+// compiled schedule is tested against it.
+#pragma once
+#include <map>
+#include <vector>
+
+#include "loom/runtime/ndarray.h"
+#include "loom/te/tensor.h"
+
+namespace loom::te {
+
+/// Computes `outputs` from `inputs` (one array per placeholder reached). Arithmetic is
+/// done in double for floats and int64 for integers, then converted to each tensor's dtype
+/// on store, so results round like a compiled kernel would.
+std::vector<runtime::NDArray> evaluate(const std::vector<Tensor>& outputs,
+                                       const std::map<Tensor, runtime::NDArray>& inputs);
+
+}  // namespace loom::te
