@@ -15,7 +15,7 @@
 
 namespace loom {
 using codegen::build;
-using lower::lower;
+// lower() stays lower::lower(): a using-declaration of it would clash with namespace loom::lower.
 using schedule::create_schedule;
 using schedule::Schedule;
 using schedule::Stage;

@@ -37,10 +37,6 @@ Stmt unroll_loops(const Stmt& s, int auto_max_extent = 0);
 Stmt storage_rewrite(const Stmt& s);
 /// Removes loops and branches with no effect, and stores of a value to itself.
 Stmt remove_no_op(const Stmt& s);
-/// Virtual threads → interleaved work in one thread (GPU).
-Stmt inject_virtual_thread(const Stmt& s);
-/// Barriers between shared-memory writes and reads by other threads (GPU).
-Stmt thread_sync(const Stmt& s);
 /// The packed-call entry: checks every argument (null, ndim, shape, dtype, device,
 /// strides, byte offset, alignment) and unpacks data pointers.
 LoweredFunc make_packed_api(LoweredFunc f);

@@ -12,6 +12,16 @@ namespace loom::runtime {
 
 inline constexpr size_t kAllocAlignment = 64;
 
+/// Memory operations of a non-CPU device, registered by that device's runtime when it loads
+/// (runtime/cuda). Without one, arrays on the device cannot be created or copied.
+struct DeviceAPI {
+  void* (*alloc)(DLDevice dev, size_t nbytes);
+  void (*free)(DLDevice dev, void* ptr);
+  /// Copies nbytes; either side may be host (kDLCPU) or the device.
+  void (*copy)(const void* src, DLDevice src_dev, void* dst, DLDevice dst_dev, size_t nbytes);
+};
+void register_device_api(DLDeviceType type, DeviceAPI api);
+
 /// A dense row-major tensor. Copies share storage; `copy()` makes a deep copy.
 class NDArray {
  public:

@@ -47,7 +47,7 @@ class Expr {
   Expr(double v);  // NOLINT
   Expr(const IterVar& iv);  // NOLINT: an iteration variable used as a value
 
-  bool defined() const { return node_ != nullptr; }
+  bool defined() const { return node_.get() != nullptr; }
   const ExprNode* get() const { return node_.get(); }
   const ExprNode* operator->() const { return node_.get(); }
   DataType dtype() const { return node_->dtype; }

@@ -1,0 +1,24 @@
+// build(): lowered functions to a runnable Module, dispatched on the target kind.
+#include "loom/codegen/build.h"
+
+#include "llvm/build_llvm.h"
+#include "loom/runtime/error.h"
+
+namespace loom::codegen {
+
+runtime::Module build(const std::vector<lower::LoweredFunc>& funcs, const Target& target) {
+  if (target.is_cuda()) fail("target 'cuda': the CUDA backend is not built yet");
+  LOOM_CHECK(target.is_cpu(), "build: target \"{}\" has no code generator", target.str());
+  for (const auto& f : funcs)
+    LOOM_CHECK(f.body.defined(), "build: function '{}' has no body", f.name);
+  return build_llvm(funcs, target);
+}
+
+runtime::Module build(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const Target& target,
+                      const std::string& name) {
+  lower::LowerOptions opts;
+  opts.target = target;
+  return build({lower::lower(s, args, name, opts)}, target);
+}
+
+}  // namespace loom::codegen

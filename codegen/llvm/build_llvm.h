@@ -1,0 +1,15 @@
+// Entry point of the LLVM CPU backend, free of LLVM headers so that codegen/build.cc can
+// call it.
+#pragma once
+#include <vector>
+
+#include "loom/lower/lower.h"
+#include "loom/runtime/module.h"
+#include "loom/runtime/target.h"
+
+namespace loom::codegen {
+
+/// Compiles packed lowered functions for a CPU target and JIT-links them into a module.
+runtime::Module build_llvm(const std::vector<lower::LoweredFunc>& funcs, const Target& target);
+
+}  // namespace loom::codegen

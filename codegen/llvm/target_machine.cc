@@ -1,0 +1,111 @@
+// LLVM target set-up: one-time initialization and cached TargetMachines per loom Target.
+#include "target_machine.h"
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "loom/runtime/error.h"
+
+namespace loom::codegen {
+
+void init_llvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+    llvm::InitializeAllAsmParsers();
+  });
+}
+
+namespace {
+
+std::string triple_of(const Target& target) {
+  return target.has("mtriple") ? llvm::Triple::normalize(target.get("mtriple")) : llvm::sys::getProcessTriple();
+}
+
+std::string host_features() {
+  std::string out;
+  for (const auto& f : llvm::sys::getHostCPUFeatures()) {
+    if (!out.empty()) out += ',';
+    out += (f.second ? "+" : "-");
+    out += f.first().str();
+  }
+  return out;
+}
+
+std::unique_ptr<llvm::TargetMachine> create_target_machine(const Target& target) {
+  init_llvm();
+  std::string triple = triple_of(target);
+  std::string err;
+  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!t) fail("target \"{}\": LLVM has no backend for triple '{}': {}", target.str(), triple, err);
+
+  bool host = runs_on_host(target);
+  std::string cpu = target.get("mcpu");
+  std::string features = target.get("mattr");
+  if (cpu.empty() || cpu == "native") {
+    if (host) {
+      cpu = llvm::sys::getHostCPUName().str();
+      std::string hf = host_features();
+      features = features.empty() ? hf : hf + "," + features;
+    } else {
+      cpu = "generic";
+    }
+  }
+
+  llvm::TargetOptions opts;
+  opts.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
+      triple, cpu, features, opts, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!tm) fail("target \"{}\": LLVM could not create a target machine for cpu '{}' on '{}'", target.str(), cpu, triple);
+  return tm;
+}
+
+}  // namespace
+
+bool runs_on_host(const Target& target) {
+  if (!target.has("mtriple")) return true;
+  llvm::Triple want(llvm::Triple::normalize(target.get("mtriple")));
+  llvm::Triple host(llvm::sys::getProcessTriple());
+  return want.getArch() == host.getArch() && want.getOS() == host.getOS();
+}
+
+std::string host_incompatibility(const Target& target) {
+  if (!runs_on_host(target))
+    return fmt::format("target \"{}\" is for triple '{}', this host is '{}'", target.str(), triple_of(target),
+                       llvm::sys::getProcessTriple());
+  if (!target.has("mattr") && (target.mcpu().empty() || target.mcpu() == "native")) return "";
+  thread_local std::unordered_map<std::string, std::string> cache;
+  auto it = cache.find(target.str());
+  if (it != cache.end()) return it->second;
+  const llvm::MCSubtargetInfo* sti = get_target_machine(target)->getMCSubtargetInfo();
+  std::string why;
+  for (const auto& f : llvm::sys::getHostCPUFeatures()) {
+    if (f.second || !sti->checkFeatures("+" + f.first().str())) continue;
+    why = fmt::format("target \"{}\" uses CPU feature '{}', which this host ({}) lacks", target.str(), f.first().str(),
+                      llvm::sys::getHostCPUName().str());
+    break;
+  }
+  return cache[target.str()] = why;
+}
+
+llvm::TargetMachine* get_target_machine(const Target& target) {
+  thread_local std::unordered_map<std::string, std::unique_ptr<llvm::TargetMachine>> cache;
+  std::string key = target.str();
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second.get();
+  auto tm = create_target_machine(target);
+  return cache.emplace(key, std::move(tm)).first->second.get();
+}
+
+}  // namespace loom::codegen

@@ -1,0 +1,93 @@
+// lower(): the lowering pipeline. This file is the one place that says which passes run,
+// and in which order.
+#include <ostream>
+
+#include "loom/lower/ir_mutator.h"
+#include "loom/lower/passes.h"
+
+namespace loom::lower {
+
+namespace {
+
+/// Binds each argument tensor to its buffer, following the schedule to the operation
+/// that now computes it (cache_write and inlining replace operations).
+std::vector<BufferArg> make_buffer_args(const schedule::Schedule& s, const std::vector<Tensor>& args,
+                                        const std::string& func) {
+  std::vector<BufferArg> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Tensor& t = args[i];
+    LOOM_CHECK(t.defined(), "lower '{}': argument {} is an undefined tensor", func, i);
+    auto it = s->stage_map.find(t.op().get());
+    LOOM_CHECK(it != s->stage_map.end(), "lower '{}': argument {} ('{}') is not computed by this schedule", func, i,
+               t.name());
+    for (const BufferArg& prev : out) {
+      LOOM_CHECK(prev.tensor != te::output(it->second->op, t.value_index()),
+                 "lower '{}': tensor '{}' is passed twice", func, t.name());
+    }
+    BufferArg a;
+    a.name = t.name();
+    a.tensor = te::output(it->second->op, t.value_index());
+    a.dtype = t.dtype();
+    a.shape = t.shape();
+    for (const Expr& d : a.shape) {
+      LOOM_CHECK(te::as_const_int(d).has_value(), "lower '{}': argument '{}' has a non-constant shape", func, t.name());
+    }
+    a.handle = Var(t.name() + ".handle", DataType::Handle());
+    a.data = Var(t.name(), DataType::Handle());
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+/// Drops the ProducerRealize of tensors that are arguments (the caller owns their memory).
+class StripArgRealize : public IRMutator {
+ public:
+  explicit StripArgRealize(const std::vector<BufferArg>& args) : args_(args) {}
+
+ protected:
+  Stmt mutate_(const ProducerRealizeNode* op) override {
+    for (const BufferArg& a : args_) {
+      if (a.tensor == op->tensor) return mutate(op->body);
+    }
+    return IRMutator::mutate_(op);
+  }
+
+ private:
+  const std::vector<BufferArg>& args_;
+};
+
+}  // namespace
+
+LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Tensor>& args, const std::string& name,
+                  const LowerOptions& opts) {
+  LOOM_CHECK(!name.empty(), "lower: the function needs a name");
+  schedule::Schedule s = user_schedule.copy();
+  LoweredFunc f;
+  f.name = name;
+  auto step = [&](const char* pass, Stmt body) {
+    f.body = std::move(body);
+    if (opts.print_after_all) *opts.print_after_all << "// ---- after " << pass << "\n" << f.body << "\n";
+  };
+
+  inline_stages(s);
+  f.args = make_buffer_args(s, args, name);
+  BoundMap bounds = infer_bound(s);
+  step("schedule_ops", schedule_ops(s, bounds));
+  step("strip_arg_realize", StripArgRealize(f.args).mutate(f.body));
+  step("simplify", simplify(f.body));
+  step("storage_flatten", storage_flatten(f.body, f.args));
+  step("simplify", simplify(f.body));
+  step("loop_partition", loop_partition(f.body));
+  step("simplify", simplify(f.body));
+  step("vectorize_loops", vectorize_loops(f.body));
+  step("storage_rewrite", storage_rewrite(f.body));
+  step("unroll_loops", unroll_loops(f.body));
+  step("simplify", simplify(f.body));
+  step("remove_no_op", remove_no_op(f.body));
+  if (opts.skip_packed_api) return f;
+  f = make_packed_api(std::move(f));
+  if (opts.print_after_all) *opts.print_after_all << "// ---- after make_packed_api\n" << f.body << "\n";
+  return f;
+}
+
+}  // namespace loom::lower

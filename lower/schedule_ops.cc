@@ -1,0 +1,281 @@
+// schedule_ops: every stage's loop nest, producers placed where they are attached.
+//
+// Each stage becomes loops over its leaf iteration variables (For, or a thread extent for
+// bound loops), with the operation's body inside, its root variables rewritten in terms
+// of the leaves. Where a split does not divide, or a stage covers more than its operation's
+// shape, the body is guarded by if (likely(...)); loop_partition later lifts the guard off
+// the main part. Reductions get an init nest over the spatial loops that sit inside the
+// first reduction loop (with fresh variables) and an update nest.
+#include <algorithm>
+#include <unordered_set>
+
+#include "iter_relations.h"
+#include "loom/lower/ir_mutator.h"
+#include "loom/lower/passes.h"
+#include "loom/te/arith.h"
+#include "loom/te/expr_functor.h"
+
+namespace loom::lower {
+
+using schedule::AttachType;
+using schedule::IterAnnotation;
+using schedule::Stage;
+using schedule::StageNode;
+using te::IterVar;
+
+namespace {
+
+constexpr const char* kLoopScope = "loop_scope";
+
+ForKind for_kind_of(IterAnnotation a) {
+  switch (a) {
+    case IterAnnotation::kVectorize: return ForKind::kVectorized;
+    case IterAnnotation::kUnroll: return ForKind::kUnrolled;
+    case IterAnnotation::kParallel: return ForKind::kParallel;
+    default: return ForKind::kSerial;
+  }
+}
+
+class NestBuilder {
+ public:
+  /// `analyzer` knows the range of every loop variable of every stage.
+  NestBuilder(const StageNode& st, const BoundMap& bounds, te::Analyzer& analyzer)
+      : st_(st), bounds_(bounds), analyzer_(analyzer) {
+    IterValueMap leaf_values;
+    for (const IterVar& leaf : st.leaf_iter_vars) leaf_values[leaf.get()] = leaf.var();
+    values_ = pass_up_index(st, bounds, leaf_values);
+    for (const IterVar& iv : st.root_iter_vars()) root_subst_[iv.var().get()] = values_.at(iv.get());
+  }
+
+  Stmt build() {
+    const te::OperationNode& op = *st_.op;
+    bool is_reduce = op.body[0].as<te::ReduceNode>() != nullptr;
+    if (!is_reduce) {
+      std::vector<Stmt> stores;
+      for (size_t i = 0; i < op.body.size(); ++i) stores.push_back(store(int(i), rewrite(op.body[i])));
+      Stmt body = guard(seq(stores), false);
+      return wrap_loops(body, 0, st_.leaf_iter_vars.size(), true);
+    }
+    size_t begin = 0;
+    while (begin < st_.leaf_iter_vars.size() && st_.leaf_iter_vars[begin]->type != te::IterVarType::kCommReduce) ++begin;
+    Stmt update = make_update();
+    Stmt main_nest = wrap_loops(update, begin, st_.leaf_iter_vars.size(), true);
+    Stmt init_nest = make_init(begin);
+    return wrap_loops(seq({init_nest, main_nest}), 0, begin, true);
+  }
+
+ private:
+  Expr rewrite(const Expr& e) { return te::substitute(e, root_subst_); }
+
+  std::vector<Expr> out_indices() {
+    std::vector<Expr> idx;
+    for (const IterVar& iv : st_.op->axis) idx.push_back(values_.at(iv.get()));
+    return idx;
+  }
+
+  Stmt store(int i, const Expr& value) {
+    return make_stmt<ProducerStoreNode>(te::output(st_.op, i), value, out_indices());
+  }
+
+  /// if (likely(...)) around `body`: every non-leaf iteration variable of the given kinds
+  /// stays inside its inferred range (a split that does not divide overshoots it), and every
+  /// root inside its operation's domain (a stage may cover more than its shape).
+  Stmt guard(Stmt body, bool with_reduce) {
+    Expr cond;
+    auto add = [&](const Expr& c) {
+      if (analyzer_.can_prove(c)) return;
+      cond = cond.defined() ? (cond && c) : c;
+    };
+    std::unordered_set<const te::IterVarNode*> leaves;
+    for (const IterVar& leaf : st_.leaf_iter_vars) leaves.insert(leaf.get());
+    for (const IterVar& iv : st_.all_iter_vars) {
+      if (leaves.count(iv.get())) continue;
+      if (!with_reduce && iv->type == te::IterVarType::kCommReduce) continue;
+      Expr v = values_.at(iv.get());
+      const Range& r = bounds_.at(iv.get());
+      add(v < r.min + r.extent);
+    }
+    for (const IterVar& iv : st_.root_iter_vars()) {
+      if (!with_reduce && iv->type == te::IterVarType::kCommReduce) continue;
+      if (!iv->dom.extent.defined()) continue;
+      Expr v = values_.at(iv.get());
+      add(v >= iv->dom.min);
+      add(v < iv->dom.min + iv->dom.extent);
+    }
+    if (!cond.defined()) return body;
+    return make_stmt<IfThenElseNode>(te::call(DataType::Bool(), "likely", {te::simplify(cond)}), body, Stmt());
+  }
+
+  Stmt make_update() {
+    const te::OperationNode& op = *st_.op;
+    const auto* red = op.body[0].as<te::ReduceNode>();
+    const te::CommReducerNode& comb = *red->combiner;
+    std::vector<Expr> idx = out_indices();
+    te::VarMap bind;
+    for (size_t i = 0; i < op.body.size(); ++i) {
+      const auto* r = op.body[i].as<te::ReduceNode>();
+      bind[comb.lhs[i].get()] = te::output(st_.op, int(i))(idx);
+      bind[comb.rhs[i].get()] = rewrite(r->source[i]);
+    }
+    Stmt body;
+    if (op.body.size() == 1) {
+      body = store(0, te::substitute(comb.result[0], bind));
+    } else {
+      // Tuple reducer: compute every new value before storing any of them.
+      std::vector<Var> tmps;
+      std::vector<Stmt> stores;
+      for (size_t i = 0; i < op.body.size(); ++i) {
+        tmps.emplace_back(fmt::format("{}.v{}", st_.name(), i), op.body[i].dtype());
+        stores.push_back(store(int(i), tmps.back()));
+      }
+      body = seq(stores);
+      for (size_t i = op.body.size(); i-- > 0;) {
+        body = make_stmt<LetStmtNode>(tmps[i], te::substitute(comb.result[i], bind), body);
+      }
+    }
+    if (red->condition.defined() && !te::is_one(red->condition)) {
+      body = make_stmt<IfThenElseNode>(rewrite(red->condition), body, Stmt());
+    }
+    return guard(body, true);
+  }
+
+  /// Initial values, over the spatial leaves at or after `begin`, with fresh loop variables.
+  Stmt make_init(size_t begin) {
+    const te::OperationNode& op = *st_.op;
+    std::vector<Stmt> stores;
+    for (size_t i = 0; i < op.body.size(); ++i) {
+      const auto* r = op.body[i].as<te::ReduceNode>();
+      Expr init = r->init.empty() ? r->combiner->identity[i] : rewrite(r->init[i]);
+      stores.push_back(store(int(i), init));
+    }
+    Stmt body = guard(seq(stores), false);
+    te::VarMap fresh;
+    for (size_t p = st_.leaf_iter_vars.size(); p-- > begin;) {
+      const IterVar& leaf = st_.leaf_iter_vars[p];
+      if (leaf->type == te::IterVarType::kCommReduce) continue;
+      Var v(leaf.var().name() + ".init", leaf.var().dtype());
+      fresh[leaf.var().get()] = v;
+      const Range& r = bounds_.at(leaf.get());
+      body = make_stmt<ForNode>(v, r.min, r.extent, for_kind_of(annotation(leaf)), body);
+    }
+    return lower::substitute(body, fresh);
+  }
+
+  IterAnnotation annotation(const IterVar& leaf) const {
+    auto it = st_.iter_var_attrs.find(leaf.get());
+    return it == st_.iter_var_attrs.end() ? IterAnnotation::kNone : it->second.annotation;
+  }
+
+  /// Loops for leaves [from, to), outermost first, each with a loop_scope marker inside.
+  Stmt wrap_loops(Stmt body, size_t from, size_t to, bool markers) {
+    for (size_t p = to; p-- > from;) {
+      const IterVar& leaf = st_.leaf_iter_vars[p];
+      const Range& r = bounds_.at(leaf.get());
+      if (markers) body = make_stmt<AttrStmtNode>(leaf, Var(), kLoopScope, Expr(0), body);
+      auto it = st_.iter_var_attrs.find(leaf.get());
+      if (it != st_.iter_var_attrs.end() && it->second.annotation == IterAnnotation::kThreadBind) {
+        const IterVar& thread = it->second.bind_thread;
+        body = make_stmt<LetStmtNode>(leaf.var(), thread.var() + r.min, body);
+        body = make_stmt<AttrStmtNode>(thread, Var(), attr::kThreadExtent, r.extent, body);
+        continue;
+      }
+      auto loop = std::make_shared<ForNode>(leaf.var(), r.min, r.extent, for_kind_of(annotation(leaf)), body);
+      if (it != st_.iter_var_attrs.end()) {
+        for (const auto& [k, v] : it->second.pragmas) loop->annotations[k] = v;
+      }
+      body = Stmt(loop);
+    }
+    return body;
+  }
+
+  const StageNode& st_;
+  const BoundMap& bounds_;
+  IterValueMap values_;
+  te::VarMap root_subst_;
+  te::Analyzer& analyzer_;
+};
+
+std::vector<Range> realize_bounds(const StageNode& st, const BoundMap& bounds) {
+  std::vector<Range> r;
+  for (const IterVar& iv : st.op->axis) r.push_back(bounds.at(iv.get()));
+  return r;
+}
+
+/// Wraps `body` in one ProducerRealize per output of the stage's operation.
+Stmt realize(const StageNode& st, const BoundMap& bounds, Stmt body) {
+  std::vector<Range> b = realize_bounds(st, bounds);
+  std::string scope = st.scope.empty() ? "global" : st.scope;
+  for (int i = st.op->num_outputs(); i-- > 0;) {
+    auto n = std::make_shared<ProducerRealizeNode>(te::output(st.op, i), b, scope, body);
+    n->align.assign(b.size(), {0, 0});
+    for (const auto& [dim, fo] : st.storage_align) {
+      if (dim >= 0 && size_t(dim) < b.size()) n->align[dim] = fo;
+    }
+    body = Stmt(n);
+  }
+  return body;
+}
+
+/// Puts a producer's realize + nest at the start of its attach loop's body.
+class InjectAttach : public IRMutator {
+ public:
+  InjectAttach(const IterVar& at, std::function<Stmt(Stmt)> wrap) : at_(at), wrap_(std::move(wrap)) {}
+  bool found = false;
+
+ protected:
+  Stmt mutate_(const AttrStmtNode* op) override {
+    Stmt s = IRMutator::mutate_(op);
+    if (op->key == kLoopScope && op->iter_var == at_) {
+      LOOM_ICHECK(!found);
+      found = true;
+      const auto* a = s.as<AttrStmtNode>();
+      return make_stmt<AttrStmtNode>(a->iter_var, a->var, a->key, a->value, wrap_(a->body));
+    }
+    return s;
+  }
+
+ private:
+  IterVar at_;
+  std::function<Stmt(Stmt)> wrap_;
+};
+
+class RemoveLoopScope : public IRMutator {
+ protected:
+  Stmt mutate_(const AttrStmtNode* op) override {
+    if (op->key == kLoopScope) return mutate(op->body);
+    return IRMutator::mutate_(op);
+  }
+};
+
+}  // namespace
+
+Stmt schedule_ops(const schedule::Schedule& s, const BoundMap& bounds) {
+  Stmt body;
+  const std::vector<Stage>& stages = s.stages();
+  te::Analyzer analyzer;
+  for (const Stage& st : stages) {
+    if (st->op->kind == te::OpKind::kPlaceholder || st->attach_type == AttachType::kInline) continue;
+    for (const IterVar& leaf : st->leaf_iter_vars) analyzer.bind(leaf.var(), bounds.at(leaf.get()));
+  }
+  for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
+    const StageNode& st = *it->get();
+    if (st.op->kind == te::OpKind::kPlaceholder || st.attach_type == AttachType::kInline) continue;
+    Stmt nest = NestBuilder(st, bounds, analyzer).build();
+    if (st.attach_type == AttachType::kScope) {
+      InjectAttach inject(st.attach_ivar, [&](Stmt inner) { return realize(st, bounds, seq({nest, inner})); });
+      body = inject.mutate(body);
+      LOOM_CHECK(inject.found,
+                 "compute_at: stage '{}' is attached at axis '{}' of stage '{}', but that loop was not generated "
+                 "(is '{}' inlined, or the axis not a leaf of it?)",
+                 st.name(), st.attach_ivar.name(), st.attach_stage->name(), st.attach_stage->name());
+    } else if (st.is_output) {
+      body = seq({nest, body});
+    } else {
+      body = realize(st, bounds, seq({nest, body}));
+    }
+  }
+  LOOM_CHECK(body.defined(), "schedule has nothing to compute");
+  return RemoveLoopScope().mutate(body);
+}
+
+}  // namespace loom::lower

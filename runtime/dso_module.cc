@@ -1,0 +1,163 @@
+// A module over a shared library written by export_library and opened with dlopen.
+//
+// Contract with the code generator (codegen's export_library writes these symbols, with
+// default visibility, into every exported library):
+//   const char* loom_module_function_names(void);
+//       The function names, each followed by '\n'.
+//   const char* loom_module_info(void);
+//       JSON: {"functions":[{"name":"matmul","args":[...]}, ...], ...}. Returned by
+//       info_json(); also the fallback source of names when the list above is missing.
+//   int32_t __loom_packed_<NAME>(DLTensor** args, int32_t num_args);
+//       The packed entry of function NAME: 0 on success, else a LOOM_ERR_* status.
+//   const char* __loom_get_last_error(void);
+//       The library's own last-error message. A self-contained library embeds its own copy
+//       of the runtime, so its errors are recorded there, not in this process's
+//       loom_get_last_error(); after a failing call the message is copied across.
+// The library stays open for as long as the module or any PackedFunc taken from it lives.
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <string_view>
+
+#include "loom/runtime/c_runtime_api.h"
+#include "loom/runtime/error.h"
+#include "loom/runtime/module.h"
+
+namespace loom::runtime {
+
+namespace {
+
+using NamesFn = const char* (*)();
+using PackedEntry = int32_t (*)(DLTensor**, int32_t);
+using ErrorFn = const char* (*)();
+
+struct Library {
+  void* handle = nullptr;
+  std::string path;
+  ~Library() {
+    if (handle) dlclose(handle);
+  }
+};
+
+/// Reads a JSON string starting at the opening quote s[i]; advances i past the closing quote.
+std::string read_json_string(std::string_view s, size_t& i) {
+  std::string out;
+  for (++i; i < s.size() && s[i] != '"'; ++i) {
+    if (s[i] == '\\' && i + 1 < s.size()) {
+      ++i;
+      char c = s[i];
+      out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
+    } else {
+      out += s[i];
+    }
+  }
+  ++i;
+  return out;
+}
+
+/// The "name" of each object directly inside the top-level "functions" array.
+std::vector<std::string> function_names_from_info(std::string_view s) {
+  std::vector<std::string> names;
+  int depth = 0, functions_depth = -1;
+  std::string last_key;
+  for (size_t i = 0; i < s.size();) {
+    char c = s[i];
+    if (c == '"') {
+      std::string str = read_json_string(s, i);
+      size_t j = i;
+      while (j < s.size() && (s[j] == ' ' || s[j] == '\n' || s[j] == '\t' || s[j] == '\r')) ++j;
+      bool is_key = j < s.size() && s[j] == ':';
+      if (is_key) {
+        last_key = str;
+      } else {
+        if (functions_depth >= 0 && depth == functions_depth + 2 && last_key == "name") names.push_back(str);
+        last_key.clear();
+      }
+      continue;
+    }
+    if (c == '[' || c == '{') {
+      if (c == '[' && depth == 1 && last_key == "functions") functions_depth = depth;
+      ++depth;
+      last_key.clear();
+    } else if (c == ']' || c == '}') {
+      --depth;
+      if (depth == functions_depth) functions_depth = -1;
+    }
+    ++i;
+  }
+  return names;
+}
+
+class DSOModuleNode : public ModuleNode {
+ public:
+  explicit DSOModuleNode(std::shared_ptr<Library> lib) : lib_(std::move(lib)) {
+    if (auto names = reinterpret_cast<NamesFn>(dlsym(lib_->handle, "loom_module_function_names"))) {
+      std::string_view all = names();
+      while (!all.empty()) {
+        size_t nl = all.find('\n');
+        std::string_view name = all.substr(0, nl);
+        if (!name.empty()) names_.emplace_back(name);
+        all = nl == std::string_view::npos ? std::string_view() : all.substr(nl + 1);
+      }
+    } else if (auto info = reinterpret_cast<NamesFn>(dlsym(lib_->handle, "loom_module_info"))) {
+      names_ = function_names_from_info(info());
+    } else {
+      fail("{} is not a loom module: it exports neither loom_module_function_names nor loom_module_info",
+           lib_->path);
+    }
+    error_fn_ = reinterpret_cast<ErrorFn>(dlsym(lib_->handle, "__loom_get_last_error"));
+  }
+
+  std::string type_key() const override { return "dso"; }
+
+  std::vector<std::string> function_names() const override { return names_; }
+
+  PackedFunc get_function(const std::string& name) override {
+    bool known = false;
+    for (const auto& n : names_) known |= (n == name);
+    if (!known) return {};
+    std::string symbol = "__loom_packed_" + name;
+    auto entry = reinterpret_cast<PackedEntry>(dlsym(lib_->handle, symbol.c_str()));
+    LOOM_CHECK(entry != nullptr, "{}: function '{}' is listed but its entry {} is missing", lib_->path, name, symbol);
+    return PackedFunc(name, [lib = lib_, entry, err = error_fn_](DLTensor** args, int32_t n) {
+      int32_t status = entry(args, n);
+      if (status != 0 && err) loom_set_last_error(err());
+      return status;
+    });
+  }
+
+  void export_library(const std::string& path) override {
+    std::error_code ec;
+    if (std::filesystem::exists(path) && std::filesystem::equivalent(path, lib_->path, ec)) return;
+    std::filesystem::copy_file(lib_->path, path, std::filesystem::copy_options::overwrite_existing, ec);
+    LOOM_CHECK(!ec, "export_library: cannot copy {} to {}: {}", lib_->path, path, ec.message());
+  }
+
+  std::string info_json() const override {
+    if (auto info = reinterpret_cast<NamesFn>(dlsym(lib_->handle, "loom_module_info"))) return info();
+    return "{}";
+  }
+
+ private:
+  std::shared_ptr<Library> lib_;
+  std::vector<std::string> names_;
+  ErrorFn error_fn_ = nullptr;
+};
+
+}  // namespace
+
+std::shared_ptr<ModuleNode> load_dso_module(const std::string& path) {
+  LOOM_CHECK(std::filesystem::exists(path), "Module::load: no such file '{}'", path);
+  // dlopen searches the library path for a bare name; a user means the file named.
+  std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
+  auto lib = std::make_shared<Library>();
+  lib->path = path;
+  lib->handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib->handle) {
+    const char* err = dlerror();
+    fail("Module::load: cannot open '{}': {}", path, err ? err : "unknown dlopen error");
+  }
+  return std::make_shared<DSOModuleNode>(std::move(lib));
+}
+
+}  // namespace loom::runtime

@@ -1,0 +1,353 @@
+// The Stage primitives: loop transformations (split, fuse, reorder, tile), loop annotations
+// (unroll, vectorize, parallel, bind, pragma), placement (compute_at/inline/root) and
+// storage (scope, alignment, double buffering). Each checks its arguments before changing
+// anything, so a failed primitive leaves the stage as it was.
+#include <algorithm>
+#include <unordered_set>
+
+#include "schedule_util.h"
+
+namespace loom::schedule {
+
+using te::Range;
+using te::Var;
+
+namespace {
+
+StageNode* self_of(const Stage& s, const char* prim) {
+  LOOM_CHECK(s.defined(), "{}: the stage is undefined (a default-constructed Stage)", prim);
+  return s.get();
+}
+
+const std::string& name_of(const StageNode* s) { return s->op->name; }
+
+bool contains(const std::vector<IterVar>& v, const IterVar& iv) { return std::find(v.begin(), v.end(), iv) != v.end(); }
+
+size_t leaf_pos(const StageNode* s, const IterVar& iv) {
+  auto it = std::find(s->leaf_iter_vars.begin(), s->leaf_iter_vars.end(), iv);
+  LOOM_ICHECK(it != s->leaf_iter_vars.end());
+  return size_t(it - s->leaf_iter_vars.begin());
+}
+
+void check_compute(const StageNode* s, const char* verb) {
+  LOOM_CHECK(s->op->kind == te::OpKind::kCompute,
+             "stage '{}': cannot {}: '{}' is a placeholder (an input); it has nothing to schedule", name_of(s), verb,
+             name_of(s));
+}
+
+void check_leaf(const StageNode* s, const IterVar& iv, const char* verb) {
+  check_compute(s, verb);
+  LOOM_CHECK(iv.defined(), "stage '{}': cannot {}: the axis is undefined (a default-constructed IterVar)",
+             name_of(s), verb);
+  if (contains(s->leaf_iter_vars, iv)) return;
+  if (contains(s->all_iter_vars, iv))
+    fail("stage '{}': cannot {} '{}': it is not a leaf axis of this stage (it was already split or fused)",
+         name_of(s), verb, iv.name());
+  fail("stage '{}': cannot {} '{}': it is not an axis of this stage (it belongs to another operation)", name_of(s),
+       verb, iv.name());
+}
+
+/// Checks a split factor or part count and returns it in the parent's index type.
+Expr check_split_arg(const StageNode* s, const IterVar& parent, const Expr& e, const char* what) {
+  LOOM_CHECK(e.defined(), "stage '{}': cannot split '{}': the {} is undefined", name_of(s), parent.name(), what);
+  LOOM_CHECK(e.dtype().is_integer() && e.dtype().is_scalar(),
+             "stage '{}': cannot split '{}': the {} must be an integer expression, got type {}", name_of(s),
+             parent.name(), what, e.dtype().str());
+  if (auto c = te::as_const_int(e)) {
+    LOOM_CHECK(*c > 0, "stage '{}': cannot split '{}': the {} must be positive, got {}", name_of(s), parent.name(),
+               what, *c);
+    return te::make_const(parent.var().dtype(), *c);
+  }
+  return e;
+}
+
+std::pair<IterVar, IterVar> do_split(StageNode* s, const IterVar& parent, const Expr& factor, const Expr& nparts) {
+  IterVar outer(Range(), Var(parent.name() + ".outer", parent.var().dtype()), parent.type());
+  IterVar inner(Range(), Var(parent.name() + ".inner", parent.var().dtype()), parent.type());
+  IterVarRelation r{};
+  r.kind = RelationKind::kSplit;
+  r.split = SplitRelation{parent, outer, inner, factor, nparts};
+  s->relations.push_back(r);
+  s->all_iter_vars.push_back(outer);
+  s->all_iter_vars.push_back(inner);
+  size_t pos = leaf_pos(s, parent);
+  s->leaf_iter_vars[pos] = outer;
+  s->leaf_iter_vars.insert(s->leaf_iter_vars.begin() + pos + 1, inner);
+  return {outer, inner};
+}
+
+bool is_reduce(const IterVar& iv) { return iv.type() == te::IterVarType::kCommReduce; }
+
+void check_fusable(const StageNode* s, const IterVar& outer, const IterVar& inner) {
+  check_leaf(s, outer, "fuse");
+  check_leaf(s, inner, "fuse");
+  LOOM_CHECK(outer != inner, "stage '{}': cannot fuse '{}' with itself", name_of(s), outer.name());
+  LOOM_CHECK(leaf_pos(s, outer) + 1 == leaf_pos(s, inner),
+             "stage '{}': cannot fuse '{}' and '{}': the outer axis must come immediately before the inner one in "
+             "the loop order",
+             name_of(s), outer.name(), inner.name());
+  LOOM_CHECK(is_reduce(outer) == is_reduce(inner),
+             "stage '{}': cannot fuse '{}' and '{}': one is a reduction axis and the other is not", name_of(s),
+             outer.name(), inner.name());
+}
+
+IterVar do_fuse(StageNode* s, const IterVar& outer, const IterVar& inner, const std::string& name) {
+  auto type = std::max(outer.type(), inner.type());
+  IterVar fused(Range(), Var(name, outer.var().dtype()), type);
+  IterVarRelation r{};
+  r.kind = RelationKind::kFuse;
+  r.fuse = FuseRelation{outer, inner, fused};
+  s->relations.push_back(r);
+  s->all_iter_vars.push_back(fused);
+  size_t pos = leaf_pos(s, outer);
+  s->leaf_iter_vars.erase(s->leaf_iter_vars.begin() + pos, s->leaf_iter_vars.begin() + pos + 2);
+  s->leaf_iter_vars.insert(s->leaf_iter_vars.begin() + pos, fused);
+  return fused;
+}
+
+void check_reorder(const StageNode* s, const std::vector<IterVar>& order) {
+  std::unordered_set<const te::IterVarNode*> seen;
+  for (auto& iv : order) {
+    check_leaf(s, iv, "reorder");
+    LOOM_CHECK(seen.insert(iv.get()).second, "stage '{}': reorder: axis '{}' appears more than once", name_of(s),
+               iv.name());
+  }
+}
+
+void do_reorder(StageNode* s, const std::vector<IterVar>& order) {
+  std::vector<size_t> pos;
+  for (auto& iv : order) pos.push_back(leaf_pos(s, iv));
+  std::sort(pos.begin(), pos.end());
+  for (size_t i = 0; i < order.size(); ++i) s->leaf_iter_vars[pos[i]] = order[i];
+}
+
+std::string describe(const IterVarAttr& a) {
+  switch (a.annotation) {
+    case IterAnnotation::kVectorize: return "vectorized";
+    case IterAnnotation::kUnroll: return "unrolled";
+    case IterAnnotation::kParallel: return "parallel";
+    case IterAnnotation::kThreadBind: return fmt::format("bound to '{}'", a.bind_thread->thread_tag);
+    case IterAnnotation::kNone: break;
+  }
+  return "not annotated";
+}
+
+void annotate(StageNode* s, const IterVar& iv, IterAnnotation a, const IterVar& thread, const char* verb) {
+  auto it = s->iter_var_attrs.find(iv.get());
+  if (it != s->iter_var_attrs.end() && it->second.annotation != IterAnnotation::kNone) {
+    const IterVarAttr& old = it->second;
+    bool same = old.annotation == a && (a != IterAnnotation::kThreadBind || old.bind_thread == thread);
+    LOOM_CHECK(same, "stage '{}': cannot {} '{}': it is already {}", name_of(s), verb, iv.name(), describe(old));
+    return;
+  }
+  IterVarAttr& attr = s->iter_var_attrs[iv.get()];
+  attr.annotation = a;
+  attr.bind_thread = thread;
+}
+
+/// True if `producer` is read by `consumer`, directly or through other operations.
+bool reads(const te::Operation& consumer, const StageNode* producer) {
+  std::vector<Tensor> roots;
+  for (int i = 0; i < consumer->num_outputs(); ++i) roots.push_back(te::output(consumer, i));
+  for (const te::Operation& op : te::post_dfs_order(roots)) {
+    if (op == consumer) continue;
+    if (op == producer->op || op == producer->origin_op) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- loop transformations
+std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, Expr factor) {
+  StageNode* s = self_of(*this, "split");
+  check_leaf(s, parent, "split");
+  Expr f = check_split_arg(s, parent, factor, "factor");
+  return do_split(s, parent, f, Expr());
+}
+
+std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent, Expr nparts) {
+  StageNode* s = self_of(*this, "split_nparts");
+  check_leaf(s, parent, "split");
+  Expr n = check_split_arg(s, parent, nparts, "number of parts");
+  return do_split(s, parent, Expr(), n);
+}
+
+IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
+  StageNode* s = self_of(*this, "fuse");
+  check_fusable(s, outer, inner);
+  return do_fuse(s, outer, inner, outer.name() + "." + inner.name() + ".fused");
+}
+
+IterVar Stage::fuse(const std::vector<IterVar>& axes) {
+  StageNode* s = self_of(*this, "fuse");
+  LOOM_CHECK(!axes.empty(), "stage '{}': fuse: no axes given", name_of(s));
+  check_leaf(s, axes[0], "fuse");
+  for (size_t i = 1; i < axes.size(); ++i) check_fusable(s, axes[i - 1], axes[i]);
+  if (axes.size() == 1) return axes[0];
+  std::string name = axes[0].name();
+  for (size_t i = 1; i < axes.size(); ++i) name += "." + axes[i].name();
+  IterVar fused = axes[0];
+  for (size_t i = 1; i < axes.size(); ++i) {
+    bool last = i + 1 == axes.size();
+    fused = do_fuse(s, fused, axes[i], last ? name + ".fused" : fused.name() + "." + axes[i].name() + ".fused");
+  }
+  return fused;
+}
+
+void Stage::reorder(const std::vector<IterVar>& order) {
+  StageNode* s = self_of(*this, "reorder");
+  check_reorder(s, order);
+  do_reorder(s, order);
+}
+
+std::tuple<IterVar, IterVar, IterVar, IterVar> Stage::tile(const IterVar& x, const IterVar& y, Expr x_factor,
+                                                           Expr y_factor) {
+  StageNode* s = self_of(*this, "tile");
+  check_leaf(s, x, "tile");
+  check_leaf(s, y, "tile");
+  LOOM_CHECK(x != y, "stage '{}': cannot tile '{}' with itself", name_of(s), x.name());
+  Expr xf = check_split_arg(s, x, x_factor, "factor");
+  Expr yf = check_split_arg(s, y, y_factor, "factor");
+  auto [xo, xi] = do_split(s, x, xf, Expr());
+  auto [yo, yi] = do_split(s, y, yf, Expr());
+  do_reorder(s, {xo, yo, xi, yi});
+  return {xo, yo, xi, yi};
+}
+
+// ---------------------------------------------------------------- annotations
+void Stage::unroll(const IterVar& iv) {
+  StageNode* s = self_of(*this, "unroll");
+  check_leaf(s, iv, "unroll");
+  annotate(s, iv, IterAnnotation::kUnroll, IterVar(), "unroll");
+}
+
+void Stage::vectorize(const IterVar& iv) {
+  StageNode* s = self_of(*this, "vectorize");
+  check_leaf(s, iv, "vectorize");
+  LOOM_CHECK(!is_reduce(iv), "stage '{}': cannot vectorize reduction axis '{}'", name_of(s), iv.name());
+  annotate(s, iv, IterAnnotation::kVectorize, IterVar(), "vectorize");
+}
+
+void Stage::parallel(const IterVar& iv) {
+  StageNode* s = self_of(*this, "parallel");
+  check_leaf(s, iv, "parallelize");
+  LOOM_CHECK(!is_reduce(iv), "stage '{}': cannot parallelize reduction axis '{}'", name_of(s), iv.name());
+  annotate(s, iv, IterAnnotation::kParallel, IterVar(), "parallelize");
+}
+
+void Stage::bind(const IterVar& iv, const IterVar& thread) {
+  StageNode* s = self_of(*this, "bind");
+  check_leaf(s, iv, "bind");
+  LOOM_CHECK(thread.defined(), "stage '{}': cannot bind '{}': the thread axis is undefined", name_of(s), iv.name());
+  LOOM_CHECK(thread.type() == te::IterVarType::kThreadIndex && !thread->thread_tag.empty(),
+             "stage '{}': cannot bind '{}' to '{}': that is not a thread axis (make one with "
+             "te::thread_axis(\"threadIdx.x\"))",
+             name_of(s), iv.name(), thread.name());
+  LOOM_CHECK(!is_reduce(iv),
+             "stage '{}': cannot bind reduction axis '{}' to '{}': cross-thread reduction is not supported",
+             name_of(s), iv.name(), thread->thread_tag);
+  for (const auto& [node, attr] : s->iter_var_attrs) {
+    if (node == iv.get() || attr.annotation != IterAnnotation::kThreadBind) continue;
+    bool same_thread = attr.bind_thread == thread ||
+                       (attr.bind_thread->thread_tag == thread->thread_tag && thread->thread_tag != "vthread");
+    bool is_leaf = std::any_of(s->leaf_iter_vars.begin(), s->leaf_iter_vars.end(),
+                               [&, n = node](const IterVar& l) { return l.get() == n; });
+    if (same_thread && is_leaf)
+      fail("stage '{}': cannot bind '{}' to '{}': another axis of this stage is already bound to it", name_of(s),
+           iv.name(), thread->thread_tag);
+  }
+  annotate(s, iv, IterAnnotation::kThreadBind, thread, "bind");
+}
+
+void Stage::pragma(const IterVar& iv, const std::string& key, Expr value) {
+  StageNode* s = self_of(*this, "pragma");
+  check_leaf(s, iv, "annotate with a pragma");
+  LOOM_CHECK(!key.empty(), "stage '{}': pragma on '{}': the key is empty", name_of(s), iv.name());
+  LOOM_CHECK(value.defined(), "stage '{}': pragma '{}' on '{}': the value is undefined", name_of(s), key, iv.name());
+  s->iter_var_attrs[iv.get()].pragmas[key] = value;
+}
+
+// ---------------------------------------------------------------- placement
+void Stage::compute_at(const Stage& parent, const IterVar& scope) {
+  StageNode* s = self_of(*this, "compute_at");
+  check_compute(s, "compute_at");
+  LOOM_CHECK(parent.defined(), "stage '{}': compute_at: the target stage is undefined", name_of(s));
+  StageNode* p = parent.get();
+  LOOM_CHECK(p != s, "stage '{}': cannot compute_at its own loop", name_of(s));
+  LOOM_CHECK(!s->is_output, "stage '{}': cannot compute_at '{}': '{}' is an output, and outputs are computed at the root",
+             name_of(s), name_of(p), name_of(s));
+  LOOM_CHECK(p->op->kind == te::OpKind::kCompute, "stage '{}': cannot compute_at '{}': it is a placeholder",
+             name_of(s), name_of(p));
+  LOOM_CHECK(p->attach_type != AttachType::kInline,
+             "stage '{}': cannot compute_at '{}': that stage is inlined and has no loops", name_of(s), name_of(p));
+  LOOM_CHECK(scope.defined(), "stage '{}': compute_at '{}': the scope axis is undefined", name_of(s), name_of(p));
+  LOOM_CHECK(contains(p->leaf_iter_vars, scope),
+             "stage '{}': cannot compute_at axis '{}' of stage '{}': it is not a leaf axis of '{}'", name_of(s),
+             scope.name(), name_of(p), name_of(p));
+  if (!reads(p->op, s)) {
+    LOOM_CHECK(!reads(s->op, p),
+               "stage '{}': compute_at cycle: '{}' is a producer of '{}', so '{}' cannot be computed inside it",
+               name_of(s), name_of(p), name_of(s), name_of(s));
+    fail("stage '{}': cannot compute_at '{}': '{}' does not read '{}' (directly or through other stages)", name_of(s),
+         name_of(p), name_of(p), name_of(s));
+  }
+  s->attach_type = AttachType::kScope;
+  s->attach_stage = parent;
+  s->attach_ivar = scope;
+}
+
+void Stage::compute_inline() {
+  StageNode* s = self_of(*this, "compute_inline");
+  check_compute(s, "compute_inline");
+  LOOM_CHECK(!s->is_output, "stage '{}': cannot compute_inline an output", name_of(s));
+  LOOM_CHECK(!detail::is_reduction(s->op), "stage '{}': cannot compute_inline a reduction", name_of(s));
+  s->attach_type = AttachType::kInline;
+  s->attach_stage = Stage();
+  s->attach_ivar = IterVar();
+}
+
+void Stage::compute_root() {
+  StageNode* s = self_of(*this, "compute_root");
+  check_compute(s, "compute_root");
+  s->attach_type = AttachType::kRoot;
+  s->attach_stage = Stage();
+  s->attach_ivar = IterVar();
+}
+
+// ---------------------------------------------------------------- storage
+void Stage::storage_align(const IterVar& axis, int factor, int offset) {
+  StageNode* s = self_of(*this, "storage_align");
+  check_compute(s, "storage_align");
+  LOOM_CHECK(axis.defined(), "stage '{}': storage_align: the axis is undefined", name_of(s));
+  const auto& root = s->op->axis;
+  auto it = std::find(root.begin(), root.end(), axis);
+  LOOM_CHECK(it != root.end(),
+             "stage '{}': cannot storage_align '{}': it is not a spatial axis of the operation (a root axis, "
+             "before any split)",
+             name_of(s), axis.name());
+  LOOM_CHECK(factor > 0, "stage '{}': storage_align of '{}': the factor must be positive, got {}", name_of(s),
+             axis.name(), factor);
+  LOOM_CHECK(offset >= 0 && offset < factor,
+             "stage '{}': storage_align of '{}': the offset must lie in [0, {}), got {}", name_of(s), axis.name(),
+             factor, offset);
+  s->storage_align[int(it - root.begin())] = {factor, offset};
+}
+
+void Stage::set_scope(const std::string& scope) {
+  StageNode* s = self_of(*this, "set_scope");
+  check_compute(s, "set_scope");
+  if (!scope.empty()) detail::check_scope(fmt::format("stage '{}': set_scope", name_of(s)), scope);
+  LOOM_CHECK(!s->is_output || scope.empty() || scope == "global",
+             "stage '{}': cannot set_scope '{}': an output lives in global memory", name_of(s), scope);
+  s->scope = scope;
+}
+
+void Stage::double_buffer() {
+  StageNode* s = self_of(*this, "double_buffer");
+  check_compute(s, "double_buffer");
+  LOOM_CHECK(!s->is_output, "stage '{}': cannot double_buffer an output", name_of(s));
+  s->double_buffer = true;
+}
+
+}  // namespace loom::schedule

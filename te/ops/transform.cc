@@ -1,0 +1,145 @@
+// Layout transforms: pad, transpose, reshape, concat. Pure index mappings (tag "injective").
+#include <numeric>
+
+#include "loom/te/ops.h"
+#include "op_util.h"
+
+namespace loom::te::ops {
+
+using detail::const_shape;
+using detail::int_const;
+using detail::shape_str;
+using detail::to_exprs;
+
+Tensor pad(const Tensor& x, std::vector<int64_t> before, std::vector<int64_t> after, Expr value,
+           const std::string& name) {
+  auto s = const_shape(x, "pad", "x");
+  if (after.empty()) after = before;
+  LOOM_CHECK(before.size() == s.size() && after.size() == s.size(),
+             "pad: x is {}-D ({}) but got {} 'before' and {} 'after' paddings; give one per dim", s.size(),
+             shape_str(s), before.size(), after.size());
+  std::vector<int64_t> out(s.size());
+  for (size_t d = 0; d < s.size(); ++d) {
+    LOOM_CHECK(before[d] >= 0 && after[d] >= 0, "pad: padding of dim {} is ({}, {}); it must be non-negative", d,
+               before[d], after[d]);
+    out[d] = s[d] + before[d] + after[d];
+  }
+  Expr fill = value.defined() ? detail::convert(x.dtype(), value) : make_zero(x.dtype());
+  FCompute f = [=](const std::vector<Var>& iv) -> Expr {
+    std::vector<Expr> idx;
+    Expr inside;
+    for (size_t d = 0; d < iv.size(); ++d) {
+      if (before[d] == 0 && after[d] == 0) {
+        idx.push_back(iv[d]);
+        continue;
+      }
+      idx.push_back(before[d] ? iv[d] - int_const(before[d]) : Expr(iv[d]));
+      std::vector<Expr> conds;
+      if (before[d]) conds.push_back(iv[d] >= int_const(before[d]));
+      if (after[d]) conds.push_back(iv[d] < int_const(before[d] + s[d]));
+      for (auto& c : conds) inside = inside.defined() ? (inside && c) : c;
+    }
+    if (!inside.defined()) return x(idx);
+    return select(inside, x(idx), fill);
+  };
+  return compute(to_exprs(out), f, name, "injective");
+}
+
+Tensor transpose(const Tensor& x, std::vector<int> axes, const std::string& name) {
+  auto s = const_shape(x, "transpose", "x");
+  size_t n = s.size();
+  if (axes.empty()) {
+    axes.resize(n);
+    std::iota(axes.rbegin(), axes.rend(), 0);
+  }
+  LOOM_CHECK(axes.size() == n, "transpose: x is {}-D ({}) but {} axes were given", n, shape_str(s), axes.size());
+  std::vector<int> src(n, -1);  // src[axes[i]] = i: which output dim reads input dim axes[i]
+  std::vector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int a = detail::normalize_axis(axes[i], n, "transpose");
+    LOOM_CHECK(src[a] < 0, "transpose: axis {} appears twice in the permutation", a);
+    src[a] = int(i);
+    out[i] = s[a];
+  }
+  FCompute f = [=](const std::vector<Var>& iv) -> Expr {
+    std::vector<Expr> idx(n);
+    for (size_t d = 0; d < n; ++d) idx[d] = iv[src[d]];
+    return x(idx);
+  };
+  return compute(to_exprs(out), f, name, "injective");
+}
+
+Tensor reshape(const Tensor& x, std::vector<int64_t> newshape, const std::string& name) {
+  auto s = const_shape(x, "reshape", "x");
+  int64_t total = std::accumulate(s.begin(), s.end(), int64_t(1), std::multiplies<>());
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < newshape.size(); ++i) {
+    if (newshape[i] == -1) {
+      LOOM_CHECK(infer < 0, "reshape: newshape has more than one -1 (dims {} and {})", infer, i);
+      infer = int(i);
+      continue;
+    }
+    LOOM_CHECK(newshape[i] > 0, "reshape: newshape dim {} is {}; dims must be positive or -1", i, newshape[i]);
+    known *= newshape[i];
+  }
+  if (infer >= 0) {
+    LOOM_CHECK(known > 0 && total % known == 0, "reshape: cannot infer dim {}: x has {} elements ({}), not divisible by {}",
+               infer, total, shape_str(s), known);
+    newshape[infer] = total / known;
+    known = total;
+  }
+  LOOM_CHECK(known == total, "reshape: x is {} ({} elements) but the new shape {} has {} elements", shape_str(s),
+             total, shape_str(newshape), known);
+  FCompute f = [=](const std::vector<Var>& iv) -> Expr {
+    Expr flat;
+    for (size_t d = 0; d < iv.size(); ++d)
+      flat = flat.defined() ? flat * int_const(newshape[d]) + iv[d] : Expr(iv[d]);
+    if (!flat.defined()) flat = int_const(0);
+    std::vector<Expr> idx(s.size());
+    int64_t stride = 1;
+    for (size_t d = s.size(); d-- > 0;) {
+      Expr q = stride == 1 ? flat : floordiv(flat, int_const(stride));
+      idx[d] = d == 0 ? q : floormod(q, int_const(s[d]));
+      stride *= s[d];
+    }
+    return x(idx);
+  };
+  return compute(to_exprs(newshape), f, name, "injective");
+}
+
+Tensor concat(const std::vector<Tensor>& inputs, int axis, const std::string& name) {
+  LOOM_CHECK(!inputs.empty(), "concat: no input tensors");
+  auto s0 = const_shape(inputs[0], "concat", "input 0");
+  LOOM_CHECK(!s0.empty(), "concat: inputs must have at least one dim");
+  int ax = detail::normalize_axis(axis, s0.size(), "concat");
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  for (size_t t = 0; t < inputs.size(); ++t) {
+    auto st = const_shape(inputs[t], "concat", fmt::format("input {}", t));
+    LOOM_CHECK(st.size() == s0.size(), "concat: input 0 is {} but input {} is {}; ranks must match", shape_str(s0), t,
+               shape_str(st));
+    detail::check_same_dtype(inputs[0], inputs[t], "concat", "input 0", fmt::format("input {}", t));
+    for (size_t d = 0; d < s0.size(); ++d)
+      LOOM_CHECK(int(d) == ax || st[d] == s0[d],
+                 "concat: input 0 is {} but input {} is {}; all dims but the concat axis {} must match", shape_str(s0),
+                 t, shape_str(st), ax);
+    offsets.push_back(total);
+    total += st[ax];
+  }
+  std::vector<int64_t> out = s0;
+  out[ax] = total;
+  FCompute f = [=](const std::vector<Var>& iv) -> Expr {
+    auto read = [&](size_t t) {
+      std::vector<Expr> idx(iv.begin(), iv.end());
+      if (offsets[t]) idx[ax] = iv[ax] - int_const(offsets[t]);
+      return inputs[t](idx);
+    };
+    Expr e = read(inputs.size() - 1);
+    for (size_t t = inputs.size() - 1; t-- > 0;) e = select(iv[ax] < int_const(offsets[t + 1]), read(t), e);
+    return e;
+  };
+  return compute(to_exprs(out), f, name, "injective");
+}
+
+}  // namespace loom::te::ops

@@ -1,0 +1,77 @@
+#include "common/test_util.h"
+
+#include <cmath>
+
+namespace loom::test {
+
+Tolerance tolerance_for(DataType t) {
+  if (t.is_float()) return t.bits() == 16 ? Tolerance{2e-2, 2e-2} : Tolerance{1e-3, 1e-3};
+  return {0, 0};
+}
+
+std::map<te::Tensor, runtime::NDArray> random_inputs(const std::vector<te::Tensor>& args, uint64_t seed) {
+  std::map<te::Tensor, runtime::NDArray> inputs;
+  for (const te::Tensor& t : args) {
+    if (t.op()->kind != te::OpKind::kPlaceholder) continue;
+    std::vector<int64_t> shape;
+    for (const te::Expr& d : t.shape()) shape.push_back(*te::as_const_int(d));
+    auto a = runtime::NDArray::empty(shape, t.dtype());
+    DataType dt = t.dtype();
+    if (dt.is_float()) a.fill_random(seed++, -1.0, 1.0);
+    else if (dt.is_bool()) a.fill_random(seed++, 0, 1);
+    else if (dt.is_uint()) a.fill_random(seed++, 0, 7);
+    else a.fill_random(seed++, -4, 4);
+    inputs[t] = a;
+  }
+  return inputs;
+}
+
+std::string compare_arrays(const runtime::NDArray& got, const runtime::NDArray& want, Tolerance tol,
+                           const std::string& what) {
+  if (got.numel() != want.numel()) return fmt::format("{}: {} elements, expected {}", what, got.numel(), want.numel());
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double g = got.get(i), w = want.get(i);
+    bool ok = std::isnan(w) ? std::isnan(g) : std::abs(g - w) <= tol.atol + tol.rtol * std::abs(w);
+    if (!ok) return fmt::format("{}: element {} is {}, expected {}", what, i, g, w);
+  }
+  return "";
+}
+
+std::string compare_with_reference(const schedule::Schedule& s, const std::vector<te::Tensor>& args, uint64_t seed,
+                                   const Target& target) {
+  try {
+    auto inputs = random_inputs(args, seed);
+    std::vector<te::Tensor> outputs;
+    for (const te::Tensor& t : args) {
+      if (t.op()->kind != te::OpKind::kPlaceholder) outputs.push_back(t);
+    }
+    std::vector<runtime::NDArray> want = te::evaluate(outputs, inputs);
+    runtime::Module m = build(s, args, target, "f");
+    std::vector<runtime::NDArray> arrays;
+    std::vector<DLTensor*> dl;
+    size_t out_i = 0;
+    std::vector<runtime::NDArray> got;
+    for (const te::Tensor& t : args) {
+      if (t.op()->kind == te::OpKind::kPlaceholder) {
+        arrays.push_back(inputs.at(t));
+      } else {
+        auto o = runtime::NDArray::empty(want[out_i].shape(), t.dtype());
+        for (int64_t i = 0; i < o.numel(); ++i) o.set(i, 12345);  // catches unwritten elements
+        arrays.push_back(o);
+        got.push_back(o);
+        ++out_i;
+      }
+      dl.push_back(arrays.back().dltensor());
+    }
+    m.get_function("f").call(dl);
+    for (size_t i = 0; i < got.size(); ++i) {
+      std::string err = compare_arrays(got[i], want[i], tolerance_for(outputs[i].dtype()), outputs[i].name());
+      if (!err.empty()) return err + "\n" + lower::to_string(lower::lower(s, args, "f"));
+    }
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("exception: ") + e.what();
+  }
+}
+
+}  // namespace loom::test

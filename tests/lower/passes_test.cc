@@ -1,0 +1,424 @@
+// Unit tests of the loop IR and the lowering passes, on statements built by hand.
+#include <gtest/gtest.h>
+
+#include "loom/lower/ir_mutator.h"
+#include "loom/lower/ir_visitor.h"
+#include "loom/lower/passes.h"
+#include "loom/te/arith.h"
+
+namespace loom::lower {
+namespace {
+
+using te::make;
+
+const DataType f32 = DataType::Float(32);
+const DataType i32 = DataType::Int(32);
+
+Var buf(const std::string& name) { return Var(name, DataType::Handle()); }
+Expr load(const Var& b, Expr idx, DataType t = f32) { return make<te::LoadNode>(t, b, std::move(idx), Expr()); }
+Stmt store(const Var& b, Expr v, Expr idx) { return make_stmt<StoreNode>(b, std::move(v), std::move(idx), Expr()); }
+Stmt loop(const Var& v, Expr mn, Expr ext, Stmt body, ForKind k = ForKind::kSerial) {
+  return make_stmt<ForNode>(v, std::move(mn), std::move(ext), k, std::move(body));
+}
+Expr likely(Expr c) { return te::call(DataType::Bool(), "likely", {std::move(c)}); }
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+template <typename Node>
+int count_nodes(const Stmt& s) {
+  int n = 0;
+  post_order_visit(s, [&](const Stmt& x) { n += x.as<Node>() != nullptr; });
+  return n;
+}
+
+template <typename Node>
+std::vector<const Node*> find_nodes(const Stmt& s) {
+  std::vector<const Node*> out;
+  post_order_visit(s, [&](const Stmt& x) {
+    if (const auto* n = x.as<Node>()) out.push_back(n);
+  });
+  return out;
+}
+
+int count_expr_nodes(const Stmt& s, te::ExprKind k) {
+  struct V : IRVisitor {
+    te::ExprKind k;
+    int n = 0;
+    using IRVisitor::visit;
+    void visit(const Expr& e) override {
+      if (e.defined() && e.kind() == k) ++n;
+      IRVisitor::visit(e);
+    }
+  } v;
+  v.k = k;
+  v.visit(s);
+  return v.n;
+}
+
+// ---------------------------------------------------------------- stmt basics
+TEST(Stmt, SeqFlattensAndNoOp) {
+  Var A = buf("A");
+  Stmt a = store(A, 1.0f, 0), b = store(A, 2.0f, 1);
+  Stmt s = seq({a, seq({b, Stmt()}), Stmt()});
+  ASSERT_NE(s.as<SeqStmtNode>(), nullptr);
+  EXPECT_EQ(s.as<SeqStmtNode>()->seq.size(), 2u);
+  EXPECT_TRUE(seq({a}).same_as(a));
+  EXPECT_TRUE(is_no_op(no_op()));
+  EXPECT_TRUE(is_no_op(seq({no_op(), no_op()})));
+  EXPECT_FALSE(is_no_op(a));
+  auto al = make_stmt<AllocateNode>(A, f32, std::vector<Expr>{Expr(4), Expr(8)}, "global", a);
+  EXPECT_EQ(te::as_const_int(te::simplify(al.as<AllocateNode>()->size())), 32);
+}
+
+TEST(Stmt, PrintsIndentedLoops) {
+  Var C = buf("C"), A = buf("A");
+  Var io("i.outer"), ii("i.inner");
+  Stmt s = loop(io, 0, 32, loop(ii, 0, 32, store(C, load(A, io * 32 + ii) + 1.0f, io * 32 + ii)), ForKind::kParallel);
+  std::string text = to_string(s);
+  EXPECT_NE(text.find("for (i.outer, 0, 32) parallel {"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  for (i.inner, 0, 32) {"), std::string::npos) << text;
+  EXPECT_NE(text.find("    C["), std::string::npos) << text;
+
+  LoweredFunc f;
+  f.name = "addone";
+  Tensor ta = te::placeholder({1024}, f32, "A");
+  f.args.push_back({"A", Var("A_handle", DataType::Handle()), A, f32, {1024}, ta});
+  f.body = s;
+  std::string ft = to_string(f);
+  EXPECT_EQ(ft.rfind("func addone(A: float32[1024]) {", 0), 0u) << ft;
+}
+
+TEST(IRMutator, KeepsUnchangedAndSubstitutes) {
+  Var A = buf("A"), i("i"), n("n");
+  Stmt s = loop(i, 0, n, store(A, load(A, i) * 2.0f, i));
+  struct Identity : IRMutator {};
+  Identity id;
+  EXPECT_TRUE(id.mutate(s).same_as(s));
+  Stmt t = substitute(s, {{n.get(), Expr(16)}});
+  EXPECT_FALSE(t.same_as(s));
+  EXPECT_EQ(te::as_const_int(t.as<ForNode>()->extent), 16);
+  // Buffer variables are substituted in loads and stores alike.
+  Var B = buf("B");
+  Stmt u = substitute(s, {{A.get(), B}});
+  std::string text = to_string(u);
+  EXPECT_EQ(count(text, "A["), 0) << text;
+  EXPECT_EQ(count(text, "B["), 2) << text;
+}
+
+// ---------------------------------------------------------------- simplify
+TEST(Simplify, RemovesProvableBranchesAndTrivialLoops) {
+  Var A = buf("A"), i("i"), j("j"), k("k");
+  Stmt guarded = make_stmt<IfThenElseNode>(likely(i < 20), store(A, 1.0f, i), Stmt());
+  Stmt s = seq({loop(i, 0, 16, guarded), loop(j, 5, 1, store(A, 2.0f, j + 1)), loop(k, 0, 0, store(A, 3.0f, k))});
+  Stmt r = simplify(s);
+  std::string text = to_string(r);
+  EXPECT_EQ(count_nodes<IfThenElseNode>(r), 0) << text;
+  EXPECT_EQ(count_nodes<ForNode>(r), 1) << text;
+  EXPECT_NE(text.find("A[6] = 2"), std::string::npos) << text;
+  EXPECT_EQ(text.find("3f"), std::string::npos) << text;
+}
+
+TEST(Simplify, KeepsUndecidedBranch) {
+  Var A = buf("A"), i("i");
+  Stmt s = loop(i, 0, 32, make_stmt<IfThenElseNode>(likely(i < 20), store(A, 1.0f, i), Stmt()));
+  EXPECT_EQ(count_nodes<IfThenElseNode>(simplify(s)), 1);
+}
+
+// ---------------------------------------------------------------- storage_flatten
+TEST(StorageFlatten, RealizeBecomesAllocateWithRowMajorIndex) {
+  Tensor A = te::placeholder({4, 8}, f32, "A");
+  Tensor T = te::compute({4, 8}, [&](te::Var i, te::Var j) { return A(i, j) * 2.0f; }, "T");
+  Tensor B = te::compute({4, 8}, [&](te::Var i, te::Var j) { return T(i, j) + 1.0f; }, "B");
+  Var i("i"), j("j");
+  Stmt prodT = loop(i, 0, 4, loop(j, 0, 8, make_stmt<ProducerStoreNode>(T, A(i, j) * 2.0f, std::vector<Expr>{i, j})));
+  Stmt prodB = loop(i, 0, 4, loop(j, 0, 8, make_stmt<ProducerStoreNode>(B, T(i, j) + 1.0f, std::vector<Expr>{i, j})));
+  Stmt s = make_stmt<ProducerRealizeNode>(T, std::vector<Range>{Range(0, 4), Range(0, 8)}, "global", seq({prodT, prodB}));
+  s = make_stmt<ProducerRealizeNode>(B, std::vector<Range>{Range(0, 4), Range(0, 8)}, "global", s);
+  Var a_data = buf("A"), b_data = buf("B");
+  std::vector<BufferArg> args = {{"A", Var("A_h", DataType::Handle()), a_data, f32, {4, 8}, A},
+                                 {"B", Var("B_h", DataType::Handle()), b_data, f32, {4, 8}, B}};
+  Stmt r = storage_flatten(s, args);
+  auto allocs = find_nodes<AllocateNode>(r);
+  ASSERT_EQ(allocs.size(), 1u) << r;
+  EXPECT_EQ(allocs[0]->buffer_var.name(), "T");
+  EXPECT_EQ(te::as_const_int(te::simplify(allocs[0]->size())), 32);
+  EXPECT_EQ(count_nodes<ProducerStoreNode>(r), 0);
+  EXPECT_EQ(count_expr_nodes(r, te::ExprKind::ProducerLoad), 0);
+  auto stores = find_nodes<StoreNode>(r);
+  ASSERT_EQ(stores.size(), 2u);
+  for (const StoreNode* st : stores) {
+    // index = i*8 + j: check by evaluating at i=2, j=3.
+    Expr idx = te::simplify(te::substitute(st->index, {{i.get(), Expr(2)}, {j.get(), Expr(3)}}));
+    EXPECT_EQ(te::as_const_int(idx), 19) << st->index;
+  }
+  EXPECT_TRUE(stores[1]->buffer_var.same_as(b_data) || stores[0]->buffer_var.same_as(b_data));
+  std::string text = to_string(r);
+  EXPECT_NE(text.find("A["), std::string::npos) << text;
+}
+
+TEST(StorageFlatten, OffsetBoundsAlignAndScope) {
+  Tensor A = te::placeholder({64, 64}, f32, "A");
+  Tensor T = te::compute({64, 64}, [&](te::Var i, te::Var j) { return A(i, j); }, "T");
+  Var i("i"), j("j");
+  // Realize rows [10, 14) and columns [0, 8), row stride padded so that stride % 16 == 1.
+  Stmt body = loop(i, 10, 4, loop(j, 0, 8, make_stmt<ProducerStoreNode>(T, A(i, j), std::vector<Expr>{i, j})));
+  auto realize = std::make_shared<ProducerRealizeNode>(T, std::vector<Range>{Range(10, 4), Range(0, 8)}, "shared", body);
+  realize->align = {{16, 1}, {0, 0}};
+  Var a_data = buf("A");
+  Stmt r = storage_flatten(Stmt(realize), {{"A", Var("A_h", DataType::Handle()), a_data, f32, {64, 64}, A}});
+  const auto* attr = r.as<AttrStmtNode>();
+  ASSERT_NE(attr, nullptr) << r;
+  EXPECT_EQ(attr->key, attr::kStorageScope);
+  const auto* al = attr->body.as<AllocateNode>();
+  ASSERT_NE(al, nullptr);
+  EXPECT_EQ(al->scope, "shared");
+  EXPECT_EQ(te::as_const_int(te::simplify(al->size())), 4 * 17);
+  auto stores = find_nodes<StoreNode>(r);
+  ASSERT_EQ(stores.size(), 1u);
+  Expr idx = te::simplify(te::substitute(stores[0]->index, {{i.get(), Expr(12)}, {j.get(), Expr(5)}}));
+  EXPECT_EQ(te::as_const_int(idx), 2 * 17 + 5);
+}
+
+TEST(StorageFlatten, UnknownTensorIsAnError) {
+  Tensor A = te::placeholder({4}, f32, "A");
+  Tensor T = te::compute({4}, [&](te::Var i) { return A(i); }, "T");
+  Var i("i");
+  Stmt s = loop(i, 0, 4, make_stmt<ProducerStoreNode>(T, A(i), std::vector<Expr>{i}));
+  EXPECT_THROW(storage_flatten(s, {}), Error);
+}
+
+TEST(StorageFlatten, MultiOutputTensorsGetOwnBuffers) {
+  Tensor A = te::placeholder({8}, f32, "A");
+  auto outs = te::compute_multi({8}, [&](const std::vector<te::Var>& v) {
+    return std::vector<Expr>{A(v[0]) + 1.0f, A(v[0]) * 2.0f};
+  }, "M");
+  ASSERT_EQ(outs.size(), 2u);
+  Var i("i");
+  Stmt body = loop(i, 0, 8, seq({make_stmt<ProducerStoreNode>(outs[0], A(i) + 1.0f, std::vector<Expr>{i}),
+                                 make_stmt<ProducerStoreNode>(outs[1], outs[0](i) * 2.0f, std::vector<Expr>{i})}));
+  Stmt s = make_stmt<ProducerRealizeNode>(outs[1], std::vector<Range>{Range(0, 8)}, "global", body);
+  s = make_stmt<ProducerRealizeNode>(outs[0], std::vector<Range>{Range(0, 8)}, "global", s);
+  Stmt r = storage_flatten(s, {{"A", Var("A_h", DataType::Handle()), buf("A"), f32, {8}, A}});
+  auto allocs = find_nodes<AllocateNode>(r);
+  ASSERT_EQ(allocs.size(), 2u) << r;
+  EXPECT_FALSE(allocs[0]->buffer_var.same_as(allocs[1]->buffer_var));
+  EXPECT_NE(allocs[0]->buffer_var.name(), allocs[1]->buffer_var.name());
+}
+
+// ---------------------------------------------------------------- loop_partition
+TEST(LoopPartition, SplitsOuterLoopOfGuardedTile) {
+  Var A = buf("A"), B = buf("B"), io("io"), ii("ii");
+  Expr idx = io * 32 + ii;
+  Stmt body = make_stmt<IfThenElseNode>(likely(idx < 1000), store(B, load(A, idx) * 2.0f, idx), Stmt());
+  Stmt s = loop(io, 0, 32, loop(ii, 0, 32, body, ForKind::kVectorized), ForKind::kParallel);
+  Stmt r = loop_partition(s);
+  std::string text = to_string(r);
+  const auto* sq = r.as<SeqStmtNode>();
+  ASSERT_NE(sq, nullptr) << text;
+  const auto* main = sq->seq[0].as<ForNode>();
+  ASSERT_NE(main, nullptr) << text;
+  EXPECT_EQ(te::as_const_int(main->extent), 31) << text;
+  EXPECT_EQ(main->for_kind, ForKind::kParallel);
+  EXPECT_EQ(count_nodes<IfThenElseNode>(sq->seq[0]), 0) << text;
+  const auto* inner = main->body.as<ForNode>();
+  ASSERT_NE(inner, nullptr) << text;
+  EXPECT_EQ(te::as_const_int(inner->extent), 32);
+  // The edge keeps exactly the elements 992..999.
+  int stores_in_edge = 0;
+  for (size_t k = 1; k < sq->seq.size(); ++k) stores_in_edge += count_nodes<StoreNode>(sq->seq[k]);
+  EXPECT_GE(stores_in_edge, 1) << text;
+}
+
+TEST(LoopPartition, InnerLoopWithConstantBound) {
+  Var A = buf("A"), i("i");
+  Stmt body = make_stmt<IfThenElseNode>(likely(i >= 3 && i < 60), store(A, 1.0f, i), Stmt());
+  Stmt r = loop_partition(loop(i, 0, 64, body));
+  std::string text = to_string(r);
+  // The edges only hold iterations where the guard is false, so they vanish.
+  const auto* main = r.as<ForNode>();
+  ASSERT_NE(main, nullptr) << text;
+  EXPECT_EQ(te::as_const_int(main->min), 3) << text;
+  EXPECT_EQ(te::as_const_int(main->extent), 57) << text;
+  EXPECT_EQ(count(text, "likely"), 0) << text;
+
+  // With an else branch the edges keep the branch.
+  Stmt with_else = make_stmt<IfThenElseNode>(likely(i < 60), store(A, 1.0f, i), store(A, 2.0f, i));
+  Stmt r2 = loop_partition(loop(i, 0, 64, with_else));
+  const auto* sq = r2.as<SeqStmtNode>();
+  ASSERT_NE(sq, nullptr) << r2;
+  ASSERT_EQ(sq->seq.size(), 2u) << r2;
+  EXPECT_EQ(te::as_const_int(sq->seq[0].as<ForNode>()->extent), 60) << r2;
+  EXPECT_EQ(count_nodes<IfThenElseNode>(sq->seq[0]), 0) << r2;
+  EXPECT_NE(to_string(sq->seq[1]).find("A[i] = 2f"), std::string::npos) << r2;
+}
+
+TEST(LoopPartition, LeavesNonlinearConditions) {
+  Var A = buf("A"), i("i");
+  Stmt body = make_stmt<IfThenElseNode>(likely(i * i < 100), store(A, 1.0f, i), Stmt());
+  Stmt r = loop_partition(loop(i, 0, 64, body));
+  EXPECT_EQ(count_nodes<ForNode>(r), 1);
+  EXPECT_EQ(count_nodes<IfThenElseNode>(r), 1);
+}
+
+// ---------------------------------------------------------------- vectorize_loops
+TEST(Vectorize, RampLoadsAndStores) {
+  Var A = buf("A"), B = buf("B"), i("i"), j("j");
+  Stmt s = loop(i, 0, 4, loop(j, 0, 8, store(B, load(A, i * 8 + j) + 1.0f, i * 8 + j), ForKind::kVectorized));
+  Stmt r = vectorize_loops(s);
+  std::string text = to_string(r);
+  EXPECT_EQ(count_nodes<ForNode>(r), 1) << text;
+  auto stores = find_nodes<StoreNode>(r);
+  ASSERT_EQ(stores.size(), 1u);
+  const auto* ramp = stores[0]->index.as<te::RampNode>();
+  ASSERT_NE(ramp, nullptr) << text;
+  EXPECT_EQ(ramp->lanes, 8);
+  EXPECT_TRUE(te::is_one(ramp->stride)) << text;
+  EXPECT_EQ(stores[0]->value.dtype(), f32.with_lanes(8));
+  const auto* add = stores[0]->value.as<te::AddNode>();
+  ASSERT_NE(add, nullptr) << text;
+  const auto* ld = add->a.as<te::LoadNode>();
+  ASSERT_NE(ld, nullptr) << text;
+  EXPECT_NE(ld->index.as<te::RampNode>(), nullptr) << text;
+  EXPECT_NE(add->b.as<te::BroadcastNode>(), nullptr) << text;
+}
+
+TEST(Vectorize, ReductionAndVectorBranchScalarize) {
+  Var A = buf("A"), C = buf("C"), i("i"), k("k");
+  Stmt red = loop(k, 0, 8, store(C, load(C, i) + load(A, i * 8 + k), i), ForKind::kVectorized);
+  Stmt r = vectorize_loops(red);
+  ASSERT_NE(r.as<ForNode>(), nullptr) << r;
+  EXPECT_EQ(r.as<ForNode>()->for_kind, ForKind::kSerial);
+  EXPECT_EQ(count_expr_nodes(r, te::ExprKind::Ramp), 0);
+
+  Stmt branch = loop(k, 0, 8, make_stmt<IfThenElseNode>(k < 5, store(C, 1.0f, k), Stmt()), ForKind::kVectorized);
+  Stmt r2 = vectorize_loops(branch);
+  ASSERT_NE(r2.as<ForNode>(), nullptr);
+  EXPECT_EQ(r2.as<ForNode>()->for_kind, ForKind::kSerial);
+
+  Var n("n");
+  Stmt sym = loop(k, 0, n, store(C, 1.0f, k), ForKind::kVectorized);
+  Stmt r3 = vectorize_loops(sym);
+  ASSERT_NE(r3.as<ForNode>(), nullptr);
+  EXPECT_EQ(r3.as<ForNode>()->for_kind, ForKind::kSerial);
+}
+
+TEST(Vectorize, IntrinsicsAndSelectsWiden) {
+  Var A = buf("A"), B = buf("B"), i("i");
+  Expr v = te::select(i < 3, te::exp(load(A, i)), 0.0f);
+  Stmt r = vectorize_loops(loop(i, 0, 4, store(B, v, i), ForKind::kVectorized));
+  auto stores = find_nodes<StoreNode>(r);
+  ASSERT_EQ(stores.size(), 1u) << r;
+  EXPECT_EQ(stores[0]->value.dtype(), f32.with_lanes(4)) << r;
+  EXPECT_EQ(count_nodes<ForNode>(r), 0);
+}
+
+TEST(Vectorize, LetBecomesVectorAndInnerLoopStays) {
+  Var A = buf("A"), B = buf("B"), i("i"), k("k"), x("x");
+  Stmt body = make_stmt<LetStmtNode>(x, i * 2, loop(k, 0, 3, store(B, load(A, x + k), i * 3 + k)));
+  // B[i*3 + k] with i vectorized has stride 3: a strided ramp, still one store per lane.
+  Stmt r = vectorize_loops(loop(i, 0, 4, body, ForKind::kVectorized));
+  auto lets = find_nodes<LetStmtNode>(r);
+  ASSERT_EQ(lets.size(), 1u) << r;
+  EXPECT_EQ(lets[0]->var.dtype(), i32.with_lanes(4)) << r;
+  auto stores = find_nodes<StoreNode>(r);
+  ASSERT_EQ(stores.size(), 1u);
+  const auto* ramp = stores[0]->index.as<te::RampNode>();
+  ASSERT_NE(ramp, nullptr) << r;
+  EXPECT_EQ(te::as_const_int(ramp->stride), 3) << r;
+  EXPECT_EQ(count_nodes<ForNode>(r), 1) << r;
+}
+
+// ---------------------------------------------------------------- unroll_loops
+TEST(Unroll, CopiesBody) {
+  Var A = buf("A"), i("i"), j("j");
+  Stmt r = unroll_loops(loop(i, 0, 4, store(A, 1.0f, i * 2), ForKind::kUnrolled));
+  auto stores = find_nodes<StoreNode>(r);
+  ASSERT_EQ(stores.size(), 4u) << r;
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(te::as_const_int(stores[k]->index), 2 * k) << r;
+  EXPECT_EQ(count_nodes<ForNode>(r), 0);
+
+  Var n("n");
+  Stmt sym = unroll_loops(loop(i, 0, n, store(A, 1.0f, i), ForKind::kUnrolled));
+  ASSERT_NE(sym.as<ForNode>(), nullptr);
+  EXPECT_EQ(sym.as<ForNode>()->for_kind, ForKind::kSerial);
+
+  auto f = std::make_shared<ForNode>(j, 0, 3, ForKind::kSerial, store(A, 1.0f, j));
+  f->annotations["pragma_unroll_explicit"] = Expr(1);
+  EXPECT_EQ(count_nodes<StoreNode>(unroll_loops(Stmt(f))), 3);
+
+  Stmt small = loop(i, 0, 8, loop(j, 0, 2, store(A, 1.0f, i * 2 + j)));
+  Stmt ra = unroll_loops(small, 4);
+  EXPECT_EQ(count_nodes<ForNode>(ra), 1) << ra;
+  EXPECT_EQ(count_nodes<StoreNode>(ra), 2) << ra;
+  EXPECT_EQ(count_nodes<ForNode>(unroll_loops(small, 0)), 2);
+}
+
+// ---------------------------------------------------------------- remove_no_op
+TEST(RemoveNoOp, DropsUselessStatements) {
+  Var A = buf("A"), i("i"), x("x"), y("y");
+  Stmt self = store(A, load(A, i + 1), i + 1);
+  Stmt keep = store(A, load(A, i), i + 1);
+  Stmt s = seq({loop(i, 0, 8, self), loop(i, 0, 8, keep), make_stmt<LetStmtNode>(x, Expr(3), store(A, 1.0f, 0)),
+                make_stmt<LetStmtNode>(y, Expr(3), store(A, 1.0f, y)),
+                make_stmt<IfThenElseNode>(x < 2, no_op(), no_op())});
+  Stmt r = remove_no_op(s);
+  std::string text = to_string(r);
+  EXPECT_EQ(count_nodes<ForNode>(r), 1) << text;
+  EXPECT_EQ(count_nodes<LetStmtNode>(r), 1) << text;
+  EXPECT_EQ(count_nodes<IfThenElseNode>(r), 0) << text;
+  EXPECT_EQ(count_nodes<StoreNode>(r), 3) << text;
+}
+
+// ---------------------------------------------------------------- storage_rewrite
+TEST(StorageRewrite, ReusesDeadTemporaries) {
+  Var A = buf("A"), T1 = buf("T1"), T2 = buf("T2"), T3 = buf("T3"), O = buf("O"), i("i");
+  auto produce = [&](const Var& dst, const Var& src) { return loop(i, 0, 16, store(dst, load(src, i) + 1.0f, i)); };
+  // T1 → T2 → T3 → O: T3 can live in T1's memory.
+  Stmt s3 = make_stmt<AllocateNode>(T3, f32, std::vector<Expr>{Expr(16)}, "global",
+                                    seq({produce(T3, T2), produce(O, T3)}));
+  Stmt s2 = make_stmt<AllocateNode>(T2, f32, std::vector<Expr>{Expr(16)}, "global", seq({produce(T2, T1), s3}));
+  Stmt s1 = make_stmt<AllocateNode>(T1, f32, std::vector<Expr>{Expr(16)}, "global", seq({produce(T1, A), s2}));
+  Stmt r = storage_rewrite(s1);
+  std::string text = to_string(r);
+  EXPECT_EQ(count_nodes<AllocateNode>(r), 2) << text;
+  EXPECT_EQ(count(text, "T3"), 0) << text;
+  EXPECT_EQ(count_nodes<StoreNode>(r), 4) << text;
+
+  // Overlapping lifetimes keep separate buffers.
+  Stmt both = make_stmt<AllocateNode>(
+      T1, f32, std::vector<Expr>{Expr(16)}, "global",
+      make_stmt<AllocateNode>(T2, f32, std::vector<Expr>{Expr(16)}, "global",
+                              seq({produce(T1, A), produce(T2, A), loop(i, 0, 16, store(O, load(T1, i) + load(T2, i), i))})));
+  EXPECT_EQ(count_nodes<AllocateNode>(storage_rewrite(both)), 2);
+}
+
+// ---------------------------------------------------------------- make_packed_api
+TEST(MakePackedApi, ChecksEveryArgument) {
+  Tensor ta = te::placeholder({1024, 512}, f32, "A");
+  Var a_data = buf("A"), a_h("A_handle", DataType::Handle()), i("i");
+  LoweredFunc f;
+  f.name = "matmul";
+  f.args.push_back({"A", a_h, a_data, f32, {1024, 512}, ta});
+  f.body = loop(i, 0, 4, store(a_data, 0.0f, i));
+  LoweredFunc p = make_packed_api(f);
+  EXPECT_TRUE(p.packed);
+  std::string text = to_string(p);
+  EXPECT_NE(text.find("matmul: argument 0 ('A') is null"), std::string::npos) << text;
+  EXPECT_NE(text.find("dimension 1 must be 512"), std::string::npos) << text;
+  EXPECT_NE(text.find("must be float32"), std::string::npos) << text;
+  EXPECT_NE(text.find("loom.dltensor_strides_is_null"), std::string::npos) << text;
+  EXPECT_NE(text.find("loom.dltensor_byte_offset"), std::string::npos) << text;
+  EXPECT_NE(text.find("loom.handle_to_int"), std::string::npos) << text;
+  auto lets = find_nodes<LetStmtNode>(p.body);
+  ASSERT_EQ(lets.size(), 1u);
+  EXPECT_TRUE(lets[0]->var.same_as(a_data));
+  EXPECT_GE(count_nodes<AssertStmtNode>(p.body), 10);
+  EXPECT_THROW(make_packed_api(p), Error);
+}
+
+}  // namespace
+}  // namespace loom::lower
