@@ -84,6 +84,7 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
   step("unroll_loops", unroll_loops(f.body));
   step("simplify", simplify(f.body));
   step("remove_no_op", remove_no_op(f.body));
+  step("predicate_select_loads", predicate_select_loads(f.body));
   if (opts.skip_packed_api) return f;
   f = make_packed_api(std::move(f));
   if (opts.print_after_all) *opts.print_after_all << "// ---- after make_packed_api\n" << f.body << "\n";

@@ -35,6 +35,9 @@ Stmt vectorize_loops(const Stmt& s);
 Stmt unroll_loops(const Stmt& s, int auto_max_extent = 0);
 /// Shares memory between temporaries whose lifetimes do not overlap.
 Stmt storage_rewrite(const Stmt& s);
+/// Loads under one arm of a select get that arm's condition as their predicate, so that
+/// they never read where the arm is not taken (padding reads outside its input).
+Stmt predicate_select_loads(const Stmt& s);
 /// Removes loops and branches with no effect, and stores of a value to itself.
 Stmt remove_no_op(const Stmt& s);
 /// The packed-call entry: checks every argument (null, ndim, shape, dtype, device,
