@@ -13,9 +13,16 @@
 //       The library's own last-error message. A self-contained library embeds its own copy
 //       of the runtime, so its errors are recorded there, not in this process's
 //       loom_get_last_error(); after a failing call the message is copied across.
+//   const unsigned char __loom_device_blobs[];   (optional)
+//       Device code (PTX, cubin) for the device runtime to load at first call: magic
+//       "LOOMDEV\0", u32 version 1, u32 count, u64 total size, then `count` 40-byte entries
+//       {u32 kind (1 ptx, 2 cubin, 3 fatbin), u32 flags, u64 name_offset, u64 name_size,
+//       u64 data_offset, u64 data_size}, little-endian, offsets from the container's start
+//       (docs/deploy.md). Absent in CPU-only libraries; checked when present.
 // The library stays open for as long as the module or any PackedFunc taken from it lives.
 #include <dlfcn.h>
 
+#include <cstring>
 #include <filesystem>
 #include <string_view>
 
@@ -88,6 +95,42 @@ std::vector<std::string> function_names_from_info(std::string_view s) {
   return names;
 }
 
+/// One entry of the __loom_device_blobs container.
+struct DeviceBlob {
+  uint32_t kind = 0;
+  std::string name;
+  std::string data;
+};
+
+uint64_t read_le(const unsigned char* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes; i-- > 0;) v = (v << 8) | p[i];
+  return v;
+}
+
+/// Parses the container; throws loom::Error naming the library when it is malformed.
+std::vector<DeviceBlob> parse_device_blobs(const unsigned char* p, const std::string& path) {
+  constexpr uint64_t kHeader = 24, kEntry = 40;
+  LOOM_CHECK(std::memcmp(p, "LOOMDEV\0", 8) == 0, "Module::load: {}: __loom_device_blobs has a bad magic number",
+             path);
+  uint64_t version = read_le(p + 8, 4), count = read_le(p + 12, 4), total = read_le(p + 16, 8);
+  LOOM_CHECK(version == 1, "Module::load: {}: device code container version {} is not supported (this loom reads 1)",
+             path, version);
+  LOOM_CHECK(total >= kHeader && count <= (total - kHeader) / kEntry,
+             "Module::load: {}: device code container is truncated ({} entries in {} bytes)", path, count, total);
+  std::vector<DeviceBlob> out;
+  for (uint64_t i = 0; i < count; ++i) {
+    const unsigned char* e = p + kHeader + kEntry * i;
+    uint64_t name_off = read_le(e + 8, 8), name_size = read_le(e + 16, 8);
+    uint64_t data_off = read_le(e + 24, 8), data_size = read_le(e + 32, 8);
+    LOOM_CHECK(name_off <= total && name_size <= total - name_off && data_off <= total && data_size <= total - data_off,
+               "Module::load: {}: device code entry {} lies outside its container", path, i);
+    out.push_back({uint32_t(read_le(e, 4)), std::string(reinterpret_cast<const char*>(p + name_off), name_size),
+                   std::string(reinterpret_cast<const char*>(p + data_off), data_size)});
+  }
+  return out;
+}
+
 class DSOModuleNode : public ModuleNode {
  public:
   explicit DSOModuleNode(std::shared_ptr<Library> lib) : lib_(std::move(lib)) {
@@ -106,6 +149,17 @@ class DSOModuleNode : public ModuleNode {
            lib_->path);
     }
     error_fn_ = reinterpret_cast<ErrorFn>(dlsym(lib_->handle, "__loom_get_last_error"));
+    if (auto* blobs = static_cast<const unsigned char*>(dlsym(lib_->handle, "__loom_device_blobs")))
+      device_blobs_ = parse_device_blobs(blobs, lib_->path);
+  }
+
+  /// "ptx": the PTX of every device module in the library, concatenated.
+  std::string source(const std::string& kind) const override {
+    uint32_t want = kind == "ptx" ? 1 : kind == "cubin" ? 2 : kind == "fatbin" ? 3 : 0;
+    std::string out;
+    for (const auto& b : device_blobs_)
+      if (b.kind == want) out += b.data;
+    return out;
   }
 
   std::string type_key() const override { return "dso"; }
@@ -142,6 +196,7 @@ class DSOModuleNode : public ModuleNode {
   std::shared_ptr<Library> lib_;
   std::vector<std::string> names_;
   ErrorFn error_fn_ = nullptr;
+  std::vector<DeviceBlob> device_blobs_;
 };
 
 }  // namespace

@@ -34,6 +34,10 @@ void ModuleNode::export_library(const std::string& path) {
   fail("module of type {} cannot be exported (to {})", type_key(), path);
 }
 
+void ModuleNode::export_object(const std::string& path) {
+  fail("module of type {} cannot be exported as an object file (to {})", type_key(), path);
+}
+
 PackedFunc Module::get_function(const std::string& name) const {
   LOOM_CHECK(defined(), "get_function('{}') on an undefined Module", name);
   PackedFunc f = node_->get_function(name);

@@ -208,6 +208,39 @@ class CodeGenLLVM {
     b_.SetInsertPoint(ok_bb);
   }
 
+  /// The checks make_packed_api's asserts rely on but cannot express: a non-null handle
+  /// has a non-null data pointer (unless the tensor is empty) and a non-null shape array.
+  /// A null handle falls through to make_packed_api's own check.
+  void emit_pointer_checks(const lower::LoweredFunc& f) {
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      const auto& a = f.args[i];
+      llvm::Value* h = cur_->fn->getArg(unsigned(i));
+      auto* check_bb = llvm::BasicBlock::Create(ctx_, a.name + "_ptrs", cur_->fn);
+      auto* done_bb = llvm::BasicBlock::Create(ctx_, a.name + "_ptrs_done", cur_->fn);
+      b_.CreateCondBr(b_.CreateIsNull(h), done_bb, check_bb);
+      b_.SetInsertPoint(check_bb);
+      std::string who = fmt::format("{}: argument {} ('{}')", f.name, i, a.name);
+      std::optional<int64_t> numel = 1;
+      for (const auto& e : a.shape) {
+        auto c = const_int(e);
+        if (!c) { numel.reset(); break; }
+        *numel *= *c;
+      }
+      if (!numel || *numel != 0)
+        emit_check(b_.CreateIsNotNull(emit_dltensor_field(h, {kData}, ptr_)),
+                   b_.CreateGlobalString(who + " has a null data pointer", "assert_msg"), LOOM_ERR_ARGUMENT, "data_null");
+      if (!a.shape.empty()) {
+        // A wrong ndim is reported by make_packed_api's check, with its own message.
+        llvm::Value* ndim_ok = b_.CreateICmpEQ(emit_dltensor_field(h, {kNDim}, i32_), b_.getInt32(int32_t(a.shape.size())));
+        llvm::Value* shape_ok = b_.CreateIsNotNull(emit_dltensor_field(h, {kShape}, ptr_));
+        emit_check(b_.CreateOr(b_.CreateNot(ndim_ok), shape_ok),
+                   b_.CreateGlobalString(who + " has a null shape array", "assert_msg"), LOOM_ERR_ARGUMENT, "shape_null");
+      }
+      b_.CreateBr(done_bb);
+      b_.SetInsertPoint(done_bb);
+    }
+  }
+
   void set_target_attrs(llvm::Function* f) {
     f->addFnAttr(llvm::Attribute::NoUnwind);
     if (!tm_->getTargetCPU().empty()) f->addFnAttr("target-cpu", tm_->getTargetCPU());
@@ -326,6 +359,7 @@ void CodeGenLLVM::add_function(const lower::LoweredFunc& f) {
       st.vars[a.data.get()] = b_.CreateInBoundsGEP(i8_, data, off, a.name + "_data");
     }
   }
+  if (f.packed) emit_pointer_checks(f);
   emit(f.body);
   emit_return(b_.getInt32(0));
   cur_ = nullptr;

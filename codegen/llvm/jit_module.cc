@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "codegen_llvm.h"
+#include "export_library.h"
 #include "loom/runtime/c_runtime_api.h"
 #include "loom/runtime/error.h"
 #include "optimize.h"
@@ -71,7 +72,9 @@ nlohmann::json to_json(const FunctionInfo& f) {
       if (!s.empty() && end && *end == '\0') shape.push_back(v);
       else shape.push_back(s);
     }
-    args.push_back({{"name", a.name}, {"dtype", a.dtype}, {"shape", shape}});
+    nlohmann::json arg = {{"name", a.name}, {"dtype", a.dtype}, {"shape", shape}};
+    if (!a.role.empty()) arg["role"] = a.role;
+    args.push_back(std::move(arg));
   }
   return {{"name", f.name}, {"args", args}};
 }
@@ -82,7 +85,8 @@ FunctionInfo FunctionInfo::of(const lower::LoweredFunc& f) {
   FunctionInfo info;
   info.name = f.name;
   for (const auto& a : f.args) {
-    Arg arg{a.name, a.dtype.str(), {}};
+    Arg arg{a.name, a.dtype.str(), "", {}};
+    if (a.tensor.defined()) arg.role = a.tensor.op()->kind == te::OpKind::kPlaceholder ? "input" : "output";
     for (const auto& s : a.shape) {
       if (auto* imm = s.as<te::IntImmNode>()) arg.shape.push_back(std::to_string(imm->value));
       else arg.shape.push_back(te::to_string(s));
@@ -138,10 +142,9 @@ std::vector<std::string> LLVMModuleNode::function_names() const {
   return out;
 }
 
-void LLVMModuleNode::export_library(const std::string& path) {
-  (void)path;
-  throw Error("export_library: not implemented yet");
-}
+void LLVMModuleNode::export_library(const std::string& path) { codegen::export_library(*this, path); }
+
+void LLVMModuleNode::export_object(const std::string& path) { codegen::export_object(*this, path); }
 
 std::string LLVMModuleNode::source(const std::string& kind) const {
   if (kind == "bc") return bitcode_;

@@ -24,6 +24,7 @@ using PackedEntry = int32_t (*)(DLTensor**, int32_t);
 struct FunctionInfo {
   struct Arg {
     std::string name, dtype;
+    std::string role;                // "input" (a placeholder), "output", or "" if unknown
     std::vector<std::string> shape;  // integers as decimal text, symbolic extents as expressions
   };
   std::string name;
@@ -39,7 +40,10 @@ class LLVMModuleNode : public runtime::ModuleNode, public std::enable_shared_fro
   std::string type_key() const override { return "llvm"; }
   runtime::PackedFunc get_function(const std::string& name) override;
   std::vector<std::string> function_names() const override;
+  /// A shared library with the embedded runtime, and its C header (export_library.h).
   void export_library(const std::string& path) override;
+  /// The relocatable object the library is linked from (any target LLVM knows).
+  void export_object(const std::string& path) override;
   /// "ll": optimized LLVM IR; "asm": assembly; "bc": raw bitcode.
   std::string source(const std::string& kind) const override;
   std::string info_json() const override;

@@ -91,7 +91,9 @@ std::string host_incompatibility(const Target& target) {
   const llvm::MCSubtargetInfo* sti = get_target_machine(target)->getMCSubtargetInfo();
   std::string why;
   for (const auto& f : llvm::sys::getHostCPUFeatures()) {
-    if (f.second || !sti->checkFeatures("+" + f.first().str())) continue;
+    std::string plus(1, '+');
+    plus.append(f.first().data(), f.first().size());
+    if (f.second || !sti->checkFeatures(plus)) continue;
     why = fmt::format("target \"{}\" uses CPU feature '{}', which this host ({}) lacks", target.str(), f.first().str(),
                       llvm::sys::getHostCPUName().str());
     break;

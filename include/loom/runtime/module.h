@@ -47,6 +47,8 @@ class ModuleNode {
   virtual std::vector<std::string> function_names() const = 0;
   /// Writes a self-contained shared library (and its C header) to `path`.
   virtual void export_library(const std::string& path);
+  /// Writes the relocatable object file the library is linked from (CPU modules).
+  virtual void export_object(const std::string& path);
   /// Source of the given kind ("ll", "asm", "cuda", "ptx"), empty if not kept.
   virtual std::string source(const std::string& kind) const { (void)kind; return ""; }
   /// JSON describing every function (names, arguments, target, version).
@@ -64,6 +66,7 @@ class Module {
   PackedFunc get_function(const std::string& name) const;
   std::vector<std::string> function_names() const { return node_->function_names(); }
   void export_library(const std::string& path) const { node_->export_library(path); }
+  void export_object(const std::string& path) const { node_->export_object(path); }
   std::string source(const std::string& kind) const { return node_->source(kind); }
   std::string info_json() const { return node_->info_json(); }
   /// Loads a library written by export_library.

@@ -81,7 +81,8 @@ Tensor output(const Operation& op, int i = 0);
 /// An input tensor of the given shape and dtype.
 Tensor placeholder(std::vector<Expr> shape, DataType dtype = DataType::Float(32), std::string name = "placeholder");
 
-/// A reduction axis over `dom`, e.g. reduce_axis({0, 512}, "k").
+/// A reduction axis over `dom` = {min, extent} (as Halide's RDom; not {begin, end}),
+/// e.g. reduce_axis({0, 512}, "k") ranges over 0..511.
 IterVar reduce_axis(Range dom, std::string name = "rv");
 /// A GPU thread axis ("blockIdx.x", "threadIdx.y", "vthread"), optionally with a range.
 IterVar thread_axis(std::string tag, Range dom = Range());

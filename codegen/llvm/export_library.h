@@ -1,0 +1,42 @@
+// export_library: a CPU module to a self-contained shared library with a C ABI, its C
+// header, and the object file it is linked from. The layout of what is written is
+// documented in docs/deploy.md; runtime/dso_module.cc reads it back.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loom::codegen {
+
+class LLVMModuleNode;
+
+/// Device code carried inside an exported library, loaded by the device runtime at first
+/// call. Stored in the `__loom_device_blobs` container (docs/deploy.md).
+struct DeviceBlob {
+  enum Kind : uint32_t { kPTX = 1, kCubin = 2, kFatbin = 3 };
+  Kind kind = kPTX;
+  std::string name;  // the device module's name (usually the host function's)
+  std::string data;
+};
+
+/// The container bytes for `blobs` (magic "LOOMDEV\0", version 1, entries, payload).
+std::string encode_device_blobs(const std::vector<DeviceBlob>& blobs);
+
+/// The relocatable object of `node` for its target: every function, its packed entry,
+/// loom_module_info, loom_module_function_names and (when given) the device blobs. It does
+/// not contain the embedded runtime; export_library links that in.
+std::string emit_export_object(const LLVMModuleNode& node, const std::vector<DeviceBlob>& blobs = {});
+
+/// Writes emit_export_object(node) to `path`.
+void export_object(const LLVMModuleNode& node, const std::string& path, const std::vector<DeviceBlob>& blobs = {});
+
+/// Writes the shared library `path` and its C header (path with ".so" replaced by ".h").
+/// Links with the target's C compiler: $LOOM_CC, else for the host the compiler loom was
+/// built with or `cc`, else for another triple `<triple>-gcc`; throws loom::Error naming
+/// what to install when there is none (the object file is written next to `path` first).
+void export_library(const LLVMModuleNode& node, const std::string& path, const std::vector<DeviceBlob>& blobs = {});
+
+/// The C header documenting and declaring every function of `node`.
+std::string c_header(const LLVMModuleNode& node, const std::string& library_file);
+
+}  // namespace loom::codegen

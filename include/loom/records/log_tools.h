@@ -1,0 +1,60 @@
+// Whole-log operations behind `loom records …`: summaries, merging, distilling, tuning curves
+// and their SVG plot.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loom/records/record.h"
+
+namespace loom::records {
+
+/// What the logs hold for one (workload, target).
+struct WorkloadSummary {
+  std::string key;     // Workload::key()
+  std::string target;
+  int64_t trials = 0;  // records, valid or not
+  int64_t valid = 0;
+  std::map<ErrorCode, int64_t> errors;  // invalid records by code (kNoError: no error but no costs)
+  double best_gflops = 0;               // 0 when no valid record
+  double best_cost = 0;                 // mean seconds of the best record; 0 when none
+  int64_t best_config = -1;             // config index of the best record
+  /// 1-based trial number (in log order, counting this workload's records) of the first
+  /// record reaching 95% of best_gflops; -1 when no valid record.
+  int64_t trials_to_95 = -1;
+};
+
+/// One summary per (workload, target) over `paths` read in order, in order of first appearance.
+/// Skipped lines are reported on `warn` if given.
+std::vector<WorkloadSummary> summary(const std::vector<std::string>& paths, std::ostream* warn = nullptr);
+/// The summaries as an aligned text table, one row each.
+std::string format_summary(const std::vector<WorkloadSummary>& rows);
+
+struct MergeStats {
+  int64_t read = 0;        // records read
+  int64_t written = 0;     // records written
+  int64_t duplicates = 0;  // records dropped as another trial of the same config
+};
+/// Writes every record of `paths` (valid and invalid) to `out`, replacing it, keeping one record
+/// per (workload key, target, config index): the valid one with the lowest mean cost, else the
+/// first. Records keep the order in which their (key, target, index) first appeared. `out` may be
+/// one of the inputs; it is written to a temporary file and renamed.
+MergeStats merge(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn = nullptr);
+/// Writes only the best valid record of each (workload, target) to `out` (replacing it);
+/// returns how many were written.
+int64_t distill(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn = nullptr);
+
+/// Best-so-far GFLOP/s after each trial of the log (element i: after trial i+1; 0 until the first
+/// valid trial). With `workload_key` non-empty, only that workload's records count as trials.
+std::vector<double> best_curve(const std::string& path, const std::string& workload_key = "",
+                               std::ostream* warn = nullptr);
+
+/// A standalone SVG line chart of GFLOP/s against trial number: axes with ticks and labels, a
+/// legend and one <polyline> per (label, curve).
+std::string plot_svg(const std::vector<std::pair<std::string, std::vector<double>>>& curves,
+                     const std::string& title);
+
+}  // namespace loom::records

@@ -1,0 +1,155 @@
+// Tuning records: one measured trial, its JSON-lines form, and the log file that holds them.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/runtime/error.h"
+
+namespace loom::records {
+
+/// Schema version written into every record; readers report other versions.
+inline constexpr int kSchemaVersion = 1;
+
+/// Why a trial produced no valid time.
+enum class ErrorCode : int {
+  kNoError = 0,
+  kInstantiation = 1,  // the template rejected the config (or it failed a verifier)
+  kCompile = 2,
+  kRuntime = 3,        // crashed or returned an error status while running
+  kWrongAnswer = 4,    // ran, but disagreed with the reference result
+  kBuildTimeout = 5,
+  kRunTimeout = 6,
+  kUnknown = 7,
+};
+/// "no_error", "instantiation", "compile", "runtime", "wrong_answer", "build_timeout",
+/// "run_timeout", "unknown".
+const char* to_string(ErrorCode c);
+/// Inverse of to_string; throws loom::Error for any other string.
+ErrorCode error_code_from_string(const std::string& s);
+
+/// The loom version this library was built as (written into records as `loom_version`).
+const char* loom_version();
+
+/// Thrown by Record::from_json for a record of another schema version.
+class SchemaVersionError : public Error {
+ public:
+  explicit SchemaVersionError(int version);
+  int version() const { return version_; }
+
+ private:
+  int version_;
+};
+
+/// What is tuned: an operator template and its arguments. `key()` is canonical: equal
+/// workloads have equal keys.
+struct Workload {
+  std::string op;              // template name, e.g. "matmul"
+  std::vector<int64_t> shape;  // template-specific sizes, e.g. M,N,K
+  std::string dtype = "float32";
+  std::map<std::string, std::string> attrs;  // e.g. {"stride": "1"}
+  /// `op(shape…;dtype)` or, with attrs (sorted by name), `op(shape…;dtype;k=v,…)`,
+  /// e.g. `conv2d(1,64,56,56,64,3,3;float32;pad=1,stride=1)`.
+  std::string key() const;
+  bool operator==(const Workload& o) const = default;
+};
+
+/// A point of a config space: its index and, per knob, the chosen value (as the template
+/// reads it: split factors, an annotation, a choice, a permutation).
+struct ConfigRecord {
+  int64_t index = -1;
+  std::map<std::string, std::vector<int64_t>> knobs;
+  std::map<std::string, std::string> labels;  // readable knob values ("vec", "unroll")
+};
+
+struct MeasureResult {
+  std::vector<double> costs;  // seconds per run, one per repeat
+  ErrorCode error = ErrorCode::kNoError;
+  std::string error_msg;
+  double all_cost = 0;     // seconds spent building and measuring this trial
+  double timestamp = 0;    // Unix time the trial finished
+  /// Mean of costs; +inf when there is an error or no cost.
+  double mean_cost() const;
+};
+
+/// One line of a tuning log.
+struct Record {
+  int version = kSchemaVersion;
+  Workload workload;
+  std::string target;        // Target::str(), e.g. "llvm -mcpu=skylake-avx512"
+  std::string target_cpu;    // host CPU name when measured
+  std::string target_features;
+  double flop = 0;           // floating point operations per run of the workload
+  ConfigRecord config;
+  MeasureResult result;
+  std::string tuner;         // "xgb", "random", "grid", "ga"
+  std::string loom_version;
+
+  bool valid() const { return result.error == ErrorCode::kNoError && !result.costs.empty(); }
+  double gflops() const;  // 0 when not valid
+  /// One JSON object without a newline.
+  std::string to_json() const;
+  /// Parses one line; throws loom::Error naming what is missing or malformed (every field of
+  /// the schema is required; unknown fields are ignored), or SchemaVersionError when "v" is
+  /// not kSchemaVersion.
+  static Record from_json(const std::string& line);
+};
+
+/// Appends records to a log. Each record is written with a single write(2) on a file opened
+/// O_APPEND, so concurrent writers never interleave a line and a killed job leaves whole lines.
+class LogWriter {
+ public:
+  /// Opens (creating if needed) `path` for appending; throws loom::Error on failure.
+  explicit LogWriter(const std::string& path);
+  ~LogWriter();
+  LogWriter(const LogWriter&) = delete;
+  LogWriter& operator=(const LogWriter&) = delete;
+  /// Appends one line. A record with an empty loom_version is written with loom_version().
+  /// Throws loom::Error (with strerror) when the write fails.
+  void write(const Record& r);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+struct LogContents {
+  std::vector<Record> records;
+  std::vector<std::string> warnings;  // "matmul.jsonl:17: skipped: truncated JSON", …
+};
+/// Reads every well-formed record of the current schema version. Malformed lines and records
+/// of another version are skipped and described in `warnings` as "PATH:LINE: skipped: reason"
+/// (also printed, one a line, to `warn` if given). Empty lines are ignored. Throws loom::Error
+/// when the file cannot be read.
+LogContents read_log(const std::string& path, std::ostream* warn = nullptr);
+
+/// Whether a record measured on `record_target` may stand in for `target` when no record has
+/// exactly that target string: same kind and same -mcpu, where no -mcpu and -mcpu=native both
+/// mean the host (for cuda, the same -arch likewise).
+bool target_compatible(const std::string& record_target, const std::string& target);
+
+/// The best valid record (lowest mean cost) of each (workload, target) over one or more logs.
+/// Invalid records (errors, no costs) are ignored.
+class ApplyHistoryBest {
+ public:
+  ApplyHistoryBest() = default;
+  /// Reads the log(s) with read_log; skipped lines are reported on std::cerr.
+  explicit ApplyHistoryBest(const std::string& path);
+  explicit ApplyHistoryBest(const std::vector<std::string>& paths);
+  void add(const Record& r);
+  /// The best record for `w` measured on exactly `target` (compared as Target::str() text);
+  /// if there is none, the best among records whose target is target_compatible with it.
+  std::optional<Record> best(const Workload& w, const std::string& target) const;
+  /// Every kept record, in key order.
+  std::vector<Record> all() const;
+  size_t size() const { return best_.size(); }
+
+ private:
+  std::map<std::string, Record> best_;  // key: workload key + '\n' + target
+};
+
+}  // namespace loom::records

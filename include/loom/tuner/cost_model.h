@@ -1,0 +1,73 @@
+// Cost models: predict how good an unmeasured config is from its features.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/records/record.h"
+#include "loom/tuner/task.h"
+
+namespace loom::tuner {
+
+/// Learns from measured candidates; scores unmeasured ones (higher is better).
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  /// Trains from scratch on feature vectors and their mean costs in seconds (+inf for a
+  /// failed trial). The targets are throughputs normalized by the best (failures 0).
+  virtual void fit(const std::vector<std::vector<float>>& xs, const std::vector<double>& costs) = 0;
+  /// Scores, one per feature vector; only their order is meaningful for ranking models.
+  virtual std::vector<double> predict(const std::vector<std::vector<float>>& xs) const = 0;
+  /// True once fit has seen at least one valid cost.
+  virtual bool trained() const = 0;
+};
+
+struct XGBOptions {
+  /// "rank:pairwise" (learns the order) or "reg:squarederror" (learns normalized throughput).
+  std::string objective = "rank:pairwise";
+  int num_rounds = 60;
+  int max_depth = 3;
+  double eta = 0.3;
+  double gamma = 1e-4;
+  double min_child_weight = 1;
+  uint64_t seed = 0;
+};
+
+/// Gradient-boosted trees through the XGBoost C API, one thread, deterministic for a seed.
+/// Transfer learning: load_history adds records of other tuning runs of the same template
+/// (their configs re-featurized on this task), kept as extra training groups in every fit.
+class XGBCostModel : public CostModel {
+ public:
+  explicit XGBCostModel(XGBOptions opt = {});
+  ~XGBCostModel() override;
+  XGBCostModel(const XGBCostModel&) = delete;
+  XGBCostModel& operator=(const XGBCostModel&) = delete;
+
+  void fit(const std::vector<std::vector<float>>& xs, const std::vector<double>& costs) override;
+  std::vector<double> predict(const std::vector<std::vector<float>>& xs) const override;
+  bool trained() const override { return booster_ != nullptr; }
+
+  /// Adds records of `task`'s template (any shape, this target kind) as history; each
+  /// workload forms its own group, with targets normalized by that workload's best
+  /// throughput. Records whose config does not fit this task's space are skipped. Returns
+  /// the number of records used.
+  int load_history(const Task& task, const std::vector<records::Record>& records);
+  size_t history_size() const { return hist_x_.size(); }
+
+ private:
+  void train(const std::vector<std::vector<float>>& xs, const std::vector<float>& ys,
+             const std::vector<unsigned>& groups);
+  XGBOptions opt_;
+  void* booster_ = nullptr;  // BoosterHandle
+  size_t num_features_ = 0;
+  std::vector<std::vector<float>> hist_x_;
+  std::vector<float> hist_y_;
+  std::vector<unsigned> hist_groups_;
+};
+
+/// Targets for a cost model: throughput (1 / cost) divided by the best; failures 0.
+std::vector<float> normalized_throughput(const std::vector<double>& costs);
+
+}  // namespace loom::tuner

@@ -1,0 +1,60 @@
+// Explorers: choose which configs to measure next, guided by a cost model's scores.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "loom/tuner/space.h"
+
+namespace loom::tuner {
+
+struct SAOptions {
+  /// Parallel chains, kept between batches.
+  int n_chains = 16;
+  /// Annealing steps per batch at most.
+  int max_steps = 80;
+  /// Temperature, linearly from start to end over max_steps, in units of the score spread.
+  double temp_start = 1.0, temp_end = 0.0;
+  /// Stop when the best candidates have not changed for this many steps.
+  int early_stop = 25;
+  /// Fraction of each batch chosen uniformly at random among unmeasured configs.
+  double epsilon = 0.05;
+};
+
+/// Scores a list of config indices (higher is better; -inf for configs that cannot be built).
+using ScoreFn = std::function<std::vector<double>(const std::vector<int64_t>&)>;
+/// True for configs already measured (or otherwise not to propose).
+using VisitedFn = std::function<bool(int64_t)>;
+
+/// Simulated annealing over a config space: a neighbor changes one knob's value. Returns the
+/// top predicted unmeasured configs, avoiding near-duplicates within a batch, plus an
+/// epsilon-greedy share of random ones.
+class SimulatedAnnealingExplorer {
+ public:
+  SimulatedAnnealingExplorer(const ConfigSpace& space, SAOptions opt = {}, uint64_t seed = 0);
+
+  /// Up to `batch_size` distinct configs, none of them visited; fewer only when the space
+  /// has no more.
+  std::vector<int64_t> next_batch(int batch_size, const ScoreFn& score, const VisitedFn& visited);
+
+  /// A config differing from `index` in one knob's value.
+  int64_t neighbor(int64_t index);
+  /// A uniformly random config.
+  int64_t random_config();
+  /// `n` distinct random configs not visited and not in `exclude` (fewer if the space runs out).
+  std::vector<int64_t> random_unvisited(int n, const VisitedFn& visited, const std::vector<int64_t>& exclude);
+
+  const std::vector<int64_t>& chains() const { return chains_; }
+
+ private:
+  const ConfigSpace& space_;
+  SAOptions opt_;
+  std::mt19937_64 rng_;
+  std::vector<int64_t> chains_;
+};
+
+/// True when two configs differ in exactly one knob, by one step of its value index.
+bool near_duplicate(const std::vector<int>& a, const std::vector<int>& b);
+
+}  // namespace loom::tuner

@@ -1,0 +1,79 @@
+// Tasks and the template registry: what a tuning job tunes, and how a config becomes a schedule.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/records/record.h"
+#include "loom/runtime/module.h"
+#include "loom/runtime/target.h"
+#include "loom/tuner/space.h"
+
+namespace loom::tuner {
+
+/// A schedule with the tensors it computes, in call order (inputs, then outputs).
+struct Instance {
+  schedule::Schedule schedule;
+  std::vector<te::Tensor> args;
+};
+
+/// A schedule template: it builds the computation for a workload and schedules it under a
+/// config context (defining the knobs or applying a config's values).
+struct Template {
+  std::string name;       // "matmul"
+  std::string shape_doc;  // "M,N,K"
+  std::string doc;        // one line for `loom ops`
+  std::vector<std::string> targets = {"llvm"};  // target kinds it supports
+  /// Validates the workload's shape/attrs (throws loom::Error with what is expected).
+  std::function<void(const records::Workload&)> check;
+  /// Floating point operations of one run.
+  std::function<double(const records::Workload&)> flop;
+  /// The tensors of the computation, unscheduled, in call order.
+  std::function<std::vector<te::Tensor>(const records::Workload&)> compute;
+  /// Schedules the tensors (as `compute` returned them) for `target` under `cfg`.
+  std::function<schedule::Schedule(ConfigContext& cfg, const std::vector<te::Tensor>& args, const Target& target)> schedule;
+  /// Optional: the index of a good untuned config in the space the template defined
+  /// (absent: index 0).
+  std::function<int64_t(const ConfigSpace&)> default_config;
+};
+
+/// Registers a template (replacing one of the same name). Built-in templates register
+/// themselves; tests and users may add their own.
+void register_template(Template t);
+/// Throws loom::Error listing the registered templates if there is no such one.
+const Template& get_template(const std::string& name);
+/// Registered template names, sorted.
+std::vector<std::string> template_names();
+
+/// A tuning task: a template, a workload and a target, with its config space.
+class Task {
+ public:
+  /// E.g. Task::create("matmul", {1024, 1024, 1024}, Target("llvm")). Checks the workload
+  /// with the template (loom::Error naming what is expected) and defines the config space.
+  static Task create(const std::string& op, std::vector<int64_t> shape, const Target& target,
+                     const std::string& dtype = "float32", std::map<std::string, std::string> attrs = {});
+  static Task create(const records::Workload& w, const Target& target);
+
+  const records::Workload& workload() const;
+  const Target& target() const;
+  const ConfigSpace& space() const;
+  const Template& tmpl() const;
+  double flop() const;
+  /// Workload key (records::Workload::key()).
+  std::string key() const;
+
+  /// The schedule of config `index` (loom::Error if out of range); throws InstantiationError,
+  /// naming the config, if the template or a schedule primitive rejects it.
+  Instance instantiate(int64_t index) const;
+  Instance instantiate(const ConfigEntity& e) const;
+  /// The template's default config (index 0 unless the template says otherwise).
+  Instance instantiate_default() const;
+  int64_t default_index() const;
+
+ private:
+  struct Node;
+  std::shared_ptr<const Node> node_;
+};
+
+}  // namespace loom::tuner

@@ -1,0 +1,166 @@
+// Tuners: the loop that proposes configs, measures them and logs every trial.
+#pragma once
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "loom/records/record.h"
+#include "loom/tuner/cost_model.h"
+#include "loom/tuner/explorer.h"
+#include "loom/tuner/measure.h"
+#include "loom/tuner/task.h"
+
+namespace loom::tuner {
+
+struct TuneOptions {
+  /// Trials (measurements) this call makes at most.
+  int n_trial = 200;
+  /// Log every trial is appended to; empty: no log.
+  std::string log_file;
+  int batch_size = 16;
+  /// Stop after this many trials without a better result; -1: never.
+  int early_stopping = -1;
+  MeasureOptions measure;
+  uint64_t seed = 0;
+  /// Reads log_file first: configs already there for this task are never measured again,
+  /// and the tuner learns from them before its first batch.
+  bool resume = false;
+  /// Other logs whose records of the same template seed the cost model (XGBTuner).
+  std::vector<std::string> transfer_from;
+  /// Progress and the final summary; null: silent.
+  std::ostream* progress = &std::cerr;
+};
+
+struct TuneSummary {
+  /// Best valid record, measured now or (with resume) earlier; none if no trial succeeded.
+  std::optional<records::Record> best;
+  int trials = 0;   // measured in this call
+  int errors = 0;   // of those, failed
+  int resumed = 0;  // records of this task read from the log
+  std::map<records::ErrorCode, int> errors_by_code;
+  double elapsed_s = 0;
+  double best_gflops() const { return best ? best->gflops() : 0.0; }
+};
+
+/// Base of all tuners: the measurement loop, logging, resume and progress. A subclass only
+/// proposes configs (next_batch) and learns from results (update).
+class Tuner {
+ public:
+  explicit Tuner(Task task);
+  virtual ~Tuner();
+  Tuner(const Tuner&) = delete;
+  Tuner& operator=(const Tuner&) = delete;
+
+  TuneSummary tune(const TuneOptions& opt);
+  const Task& task() const { return task_; }
+  /// "xgb", "random", "grid", "ga": written into each record.
+  virtual std::string name() const = 0;
+
+ protected:
+  /// Called at the start of tune(), before resumed records arrive through update().
+  virtual void reset(const TuneOptions& opt);
+  /// Up to n configs never measured (is_measured false), distinct; empty when the space
+  /// is exhausted.
+  virtual std::vector<int64_t> next_batch(int n) = 0;
+  /// Results of measured configs, also those loaded on resume.
+  virtual void update(const std::vector<int64_t>& indices, const std::vector<records::MeasureResult>& results);
+
+  bool is_measured(int64_t index) const { return measured_.count(index) != 0; }
+  /// Every measured index with its mean cost (+inf for errors), in measuring order.
+  const std::vector<std::pair<int64_t, double>>& history() const { return history_; }
+  int64_t space_size() const { return task_.space().size(); }
+
+  Task task_;
+  std::mt19937_64 rng_;
+
+ private:
+  records::Record make_record(int64_t index, const records::MeasureResult& r) const;
+  std::unordered_set<int64_t> measured_;
+  std::vector<std::pair<int64_t, double>> history_;
+};
+
+/// Uniformly random unmeasured configs.
+class RandomTuner : public Tuner {
+ public:
+  using Tuner::Tuner;
+  std::string name() const override { return "random"; }
+
+ protected:
+  std::vector<int64_t> next_batch(int n) override;
+};
+
+/// Configs in index order.
+class GridTuner : public Tuner {
+ public:
+  using Tuner::Tuner;
+  std::string name() const override { return "grid"; }
+
+ protected:
+  void reset(const TuneOptions& opt) override;
+  std::vector<int64_t> next_batch(int n) override;
+
+ private:
+  int64_t next_ = 0;
+};
+
+struct GAOptions {
+  int population = 32;
+  int elite = 4;
+  double mutation_prob = 0.1;
+};
+
+/// A genetic algorithm: the fittest measured configs (by throughput) breed by uniform
+/// crossover over knobs, and each knob mutates with mutation_prob.
+class GATuner : public Tuner {
+ public:
+  explicit GATuner(Task task, GAOptions opt = {});
+  std::string name() const override { return "ga"; }
+
+ protected:
+  std::vector<int64_t> next_batch(int n) override;
+
+ private:
+  GAOptions ga_;
+};
+
+struct XGBTunerOptions {
+  XGBOptions model;
+  SAOptions explorer;
+};
+
+/// Model-guided search: an XGBoost cost model trained on every measured config (refit after
+/// each batch), simulated annealing over its predictions. Random until the model has seen a
+/// valid result.
+class XGBTuner : public Tuner {
+ public:
+  explicit XGBTuner(Task task, XGBTunerOptions opt = {});
+  ~XGBTuner() override;
+  std::string name() const override { return "xgb"; }
+  const XGBCostModel& model() const { return *model_; }
+
+ protected:
+  void reset(const TuneOptions& opt) override;
+  std::vector<int64_t> next_batch(int n) override;
+  void update(const std::vector<int64_t>& indices, const std::vector<records::MeasureResult>& results) override;
+
+ private:
+  /// Features of a config (cached); empty when it cannot be instantiated.
+  const std::vector<float>& features(int64_t index);
+  std::vector<double> score(const std::vector<int64_t>& indices);
+
+  XGBTunerOptions xopt_;
+  std::unique_ptr<XGBCostModel> model_;
+  std::unique_ptr<SimulatedAnnealingExplorer> explorer_;
+  std::unordered_map<int64_t, std::vector<float>> feature_cache_;
+};
+
+/// A tuner by name: "xgb", "random", "grid" or "ga".
+std::unique_ptr<Tuner> make_tuner(const std::string& name, const Task& task);
+
+}  // namespace loom::tuner

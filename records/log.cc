@@ -1,0 +1,92 @@
+// Tuning logs on disk: the atomic appender and the tolerant reader.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <ostream>
+
+#include "loom/records/record.h"
+
+namespace loom::records {
+
+LogWriter::LogWriter(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("cannot open tuning log '{}' for appending: {}", path, std::strerror(errno));
+  // A job killed mid-write leaves a last line without its newline; end it so that our first
+  // record starts a line of its own (the reader then skips only the torn one). Whole records
+  // always end in '\n', so a live concurrent writer never makes this fire.
+  struct stat st;
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return;
+  int rd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (rd < 0) return;
+  char last = '\n';
+  bool torn = ::pread(rd, &last, 1, st.st_size - 1) == 1 && last != '\n';
+  ::close(rd);
+  if (torn) {
+    ssize_t n;
+    do n = ::write(fd_, "\n", 1);
+    while (n < 0 && errno == EINTR);
+  }
+}
+
+LogWriter::~LogWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void LogWriter::write(const Record& r) {
+  std::string line;
+  if (r.loom_version.empty()) {
+    Record copy = r;
+    copy.loom_version = loom_version();
+    line = copy.to_json();
+  } else {
+    line = r.to_json();
+  }
+  line += '\n';
+  // One write(2) of the whole line: with O_APPEND on a regular file Linux writes it at the end
+  // in one piece, so concurrent writers never interleave. The loop only finishes a partial
+  // write (which loses that guarantee but not the data) or retries after a signal.
+  const char* p = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot append to tuning log '{}': {}", path_, std::strerror(errno));
+    }
+    p += n;
+    left -= size_t(n);
+  }
+}
+
+LogContents read_log(const std::string& path, std::ostream* warn) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read tuning log '{}': {}", path, std::strerror(errno));
+  LogContents out;
+  std::string line;
+  size_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    std::string reason;
+    try {
+      out.records.push_back(Record::from_json(line));
+      continue;
+    } catch (const SchemaVersionError& e) {
+      reason = fmt::format("schema version {} (this loom reads {})", e.version(), kSchemaVersion);
+    } catch (const Error& e) {
+      reason = e.what();
+    }
+    std::string w = fmt::format("{}:{}: skipped: {}", path, lineno, reason);
+    if (warn) *warn << w << '\n';
+    out.warnings.push_back(std::move(w));
+  }
+  if (in.bad()) fail("error reading tuning log '{}': {}", path, std::strerror(errno));
+  return out;
+}
+
+}  // namespace loom::records

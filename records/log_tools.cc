@@ -1,0 +1,284 @@
+// Whole-log tools: summary, merge, distill, best-so-far curves and their SVG chart.
+#include "loom/records/log_tools.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <unordered_map>
+
+namespace loom::records {
+
+namespace {
+
+std::vector<Record> read_all(const std::vector<std::string>& paths, std::ostream* warn) {
+  std::vector<Record> out;
+  for (const auto& p : paths) {
+    LogContents c = read_log(p, warn);
+    out.insert(out.end(), std::make_move_iterator(c.records.begin()), std::make_move_iterator(c.records.end()));
+  }
+  return out;
+}
+
+/// Writes `records` as a log at `path`, replacing it atomically (temporary file + rename).
+void write_log_file(const std::string& path, const std::vector<const Record*>& records) {
+  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) fail("cannot create '{}': {}", tmp, std::strerror(errno));
+    for (const Record* r : records) f << r->to_json() << '\n';
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      fail("cannot write '{}': {}", tmp, std::strerror(errno));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    fail("cannot replace '{}': {}", path, std::strerror(err));
+  }
+}
+
+/// Whether `a` is a better measurement than `b`: valid beats invalid, then lower mean cost.
+bool better(const Record& a, const Record& b) {
+  if (a.valid() != b.valid()) return a.valid();
+  return a.valid() && a.result.mean_cost() < b.result.mean_cost();
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+/// A "nice" tick step (1, 2 or 5 times a power of ten) giving about `n` ticks over `range`.
+double nice_step(double range, int n) {
+  double raw = range / n;
+  double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double norm = raw / mag;
+  double f = norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10;
+  return f * mag;
+}
+
+std::string tick_label(double v) {
+  if (std::fabs(v) < 1e-12) return "0";
+  return fmt::format("{:g}", v);
+}
+
+}  // namespace
+
+std::vector<WorkloadSummary> summary(const std::vector<std::string>& paths, std::ostream* warn) {
+  std::vector<Record> all = read_all(paths, warn);
+  std::vector<WorkloadSummary> rows;
+  std::vector<std::vector<double>> gflops;  // per row, per trial
+  std::unordered_map<std::string, size_t> index;
+  for (const Record& r : all) {
+    std::string k = r.workload.key() + '\n' + r.target;
+    auto [it, inserted] = index.emplace(k, rows.size());
+    if (inserted) {
+      rows.push_back(WorkloadSummary{});
+      rows.back().key = r.workload.key();
+      rows.back().target = r.target;
+      gflops.emplace_back();
+    }
+    WorkloadSummary& s = rows[it->second];
+    ++s.trials;
+    gflops[it->second].push_back(r.gflops());
+    if (!r.valid()) {
+      ++s.errors[r.result.error];
+      continue;
+    }
+    ++s.valid;
+    if (s.best_config < 0 || r.result.mean_cost() < s.best_cost) {
+      s.best_cost = r.result.mean_cost();
+      s.best_gflops = r.gflops();
+      s.best_config = r.config.index;
+    }
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].valid == 0) continue;
+    const auto& g = gflops[i];
+    for (size_t t = 0; t < g.size(); ++t) {
+      if (g[t] >= 0.95 * rows[i].best_gflops) {
+        rows[i].trials_to_95 = int64_t(t) + 1;
+        break;
+      }
+    }
+  }
+  return rows;
+}
+
+std::string format_summary(const std::vector<WorkloadSummary>& rows) {
+  std::vector<std::vector<std::string>> cells = {
+      {"workload", "target", "trials", "valid", "errors", "best GFLOP/s", "best config", "trials to 95%"}};
+  for (const auto& s : rows) {
+    std::string errs;
+    for (const auto& [code, n] : s.errors) errs += fmt::format("{}{}={}", errs.empty() ? "" : ",", to_string(code), n);
+    cells.push_back({s.key, s.target, std::to_string(s.trials), std::to_string(s.valid), errs.empty() ? "-" : errs,
+                     s.valid ? fmt::format("{:.2f}", s.best_gflops) : "-",
+                     s.valid ? std::to_string(s.best_config) : "-",
+                     s.valid ? std::to_string(s.trials_to_95) : "-"});
+  }
+  std::vector<size_t> width(cells[0].size(), 0);
+  for (const auto& row : cells)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  std::string out;
+  for (const auto& row : cells) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      bool numeric = c >= 2 && c != 4;
+      line += numeric ? fmt::format("{:>{}}", row[c], width[c]) : fmt::format("{:<{}}", row[c], width[c]);
+      if (c + 1 < row.size()) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + '\n';
+  }
+  return out;
+}
+
+MergeStats merge(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn) {
+  std::vector<Record> all = read_all(paths, warn);
+  MergeStats st;
+  st.read = int64_t(all.size());
+  std::vector<size_t> kept;  // indices into `all`, in first-appearance order
+  std::unordered_map<std::string, size_t> slot;  // (key, target, index) -> position in kept
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Record& r = all[i];
+    std::string k = fmt::format("{}\n{}\n{}", r.workload.key(), r.target, r.config.index);
+    auto [it, inserted] = slot.emplace(k, kept.size());
+    if (inserted) {
+      kept.push_back(i);
+      continue;
+    }
+    ++st.duplicates;
+    if (better(r, all[kept[it->second]])) kept[it->second] = i;
+  }
+  std::vector<const Record*> ptrs;
+  for (size_t i : kept) ptrs.push_back(&all[i]);
+  write_log_file(out, ptrs);
+  st.written = int64_t(ptrs.size());
+  return st;
+}
+
+int64_t distill(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn) {
+  std::vector<Record> all = read_all(paths, warn);
+  std::vector<size_t> kept;
+  std::unordered_map<std::string, size_t> slot;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Record& r = all[i];
+    if (!r.valid()) continue;
+    auto [it, inserted] = slot.emplace(r.workload.key() + '\n' + r.target, kept.size());
+    if (inserted) kept.push_back(i);
+    else if (better(r, all[kept[it->second]])) kept[it->second] = i;
+  }
+  std::vector<const Record*> ptrs;
+  for (size_t i : kept) ptrs.push_back(&all[i]);
+  write_log_file(out, ptrs);
+  return int64_t(ptrs.size());
+}
+
+std::vector<double> best_curve(const std::string& path, const std::string& workload_key, std::ostream* warn) {
+  std::vector<double> curve;
+  double best = 0;
+  for (const Record& r : read_log(path, warn).records) {
+    if (!workload_key.empty() && r.workload.key() != workload_key) continue;
+    best = std::max(best, r.gflops());
+    curve.push_back(best);
+  }
+  return curve;
+}
+
+std::string plot_svg(const std::vector<std::pair<std::string, std::vector<double>>>& curves,
+                     const std::string& title) {
+  constexpr double W = 860, H = 500, left = 80, right = 200, top = 50, bottom = 60;
+  constexpr const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  const double pw = W - left - right, ph = H - top - bottom;
+
+  size_t max_n = 1;
+  double max_y = 0;
+  for (const auto& [label, c] : curves) {
+    max_n = std::max(max_n, c.size());
+    for (double v : c)
+      if (std::isfinite(v)) max_y = std::max(max_y, v);
+  }
+  double xstep = nice_step(double(max_n), 8);
+  double xmax = std::ceil(double(max_n) / xstep) * xstep;
+  double ystep = nice_step(max_y > 0 ? max_y : 1.0, 6);
+  double ymax = std::ceil((max_y > 0 ? max_y : 1.0) / ystep) * ystep;
+  auto px = [&](double x) { return left + x / xmax * pw; };
+  auto py = [&](double y) { return top + ph - y / ymax * ph; };
+
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n",
+      W, H);
+  s += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"white\"/>\n", W, H);
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"16\">{}</text>\n", left + pw / 2,
+                   top / 2 + 6, xml_escape(title));
+
+  // Grid, ticks and tick labels.
+  for (double x = 0; x <= xmax + xstep * 1e-9; x += xstep) {
+    s += fmt::format("<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\" stroke=\"#e0e0e0\"/>\n", px(x),
+                     top, top + ph);
+    s += fmt::format("<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2:.2f}\" stroke=\"black\"/>\n", px(x),
+                     top + ph, top + ph + 5);
+    s += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\">{}</text>\n", px(x), top + ph + 19,
+                     tick_label(x));
+  }
+  for (double y = 0; y <= ymax + ystep * 1e-9; y += ystep) {
+    s += fmt::format("<line x1=\"{1:.2f}\" y1=\"{0:.2f}\" x2=\"{2:.2f}\" y2=\"{0:.2f}\" stroke=\"#e0e0e0\"/>\n", py(y),
+                     left, left + pw);
+    s += fmt::format("<line x1=\"{1:.2f}\" y1=\"{0:.2f}\" x2=\"{2:.2f}\" y2=\"{0:.2f}\" stroke=\"black\"/>\n", py(y),
+                     left - 5, left);
+    s += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"end\">{}</text>\n", left - 8, py(y) + 4,
+                     tick_label(y));
+  }
+  // Axes and their labels.
+  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left, top, top + ph);
+  s += fmt::format("<line x1=\"{0}\" y1=\"{2}\" x2=\"{1}\" y2=\"{2}\" stroke=\"black\"/>\n", left, left + pw,
+                   top + ph);
+  s += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\">trial</text>\n", left + pw / 2, H - 15);
+  s += fmt::format(
+      "<text x=\"{0:.2f}\" y=\"{1:.2f}\" text-anchor=\"middle\" transform=\"rotate(-90 {0:.2f} {1:.2f})\">"
+      "best GFLOP/s</text>\n",
+      20.0, top + ph / 2);
+
+  // One polyline per curve, then the legend.
+  for (size_t i = 0; i < curves.size(); ++i) {
+    const char* color = colors[i % (sizeof(colors) / sizeof(colors[0]))];
+    std::string pts;
+    const auto& c = curves[i].second;
+    for (size_t t = 0; t < c.size(); ++t) {
+      double v = std::isfinite(c[t]) ? c[t] : 0;
+      pts += fmt::format("{}{:.2f},{:.2f}", pts.empty() ? "" : " ", px(double(t + 1)), py(v));
+    }
+    s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", color, pts);
+  }
+  for (size_t i = 0; i < curves.size(); ++i) {
+    const char* color = colors[i % (sizeof(colors) / sizeof(colors[0]))];
+    double ly = top + 10 + 20 * double(i);
+    s += fmt::format("<line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+                     left + pw + 15, ly, left + pw + 40, ly, color);
+    s += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\">{}</text>\n", left + pw + 46, ly + 4,
+                     xml_escape(curves[i].first));
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+}  // namespace loom::records

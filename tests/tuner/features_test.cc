@@ -1,0 +1,131 @@
+#include "loom/tuner/features.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "loom/lower/stmt.h"
+
+namespace loom::tuner {
+namespace {
+
+using namespace loom::lower;  // NOLINT
+namespace fl = features;
+
+float lg(double x) { return float(std::log2(1.0 + x)); }
+const float* level(const std::vector<float>& f, int l) { return f.data() + l * fl::kPerLoop; }
+const float* buffer(const std::vector<float>& f, int l, int b) {
+  return level(f, l) + fl::kBuffers + b * fl::kPerBuffer;
+}
+
+Expr load(const Var& buf, Expr idx) {
+  return te::make<te::LoadNode>(DataType::Float(32, idx.dtype().lanes()), buf, std::move(idx), Expr());
+}
+Stmt store(const Var& buf, Expr value, Expr idx) { return make_stmt<StoreNode>(buf, std::move(value), std::move(idx), Expr()); }
+Stmt loop(const Var& v, int64_t extent, ForKind kind, Stmt body) {
+  return make_stmt<ForNode>(v, Expr(0), Expr(extent), kind, std::move(body));
+}
+
+LoweredFunc func(Stmt body) {
+  LoweredFunc f;
+  f.name = "f";
+  f.body = std::move(body);
+  return f;
+}
+
+TEST(Features, TwoLevelNest) {
+  // for i in 16: for j in 32: C[i*32+j] = A[i*32+j] + B[j]
+  Var i("i"), j("j");
+  Var A("A", DataType::Handle()), B("B", DataType::Handle()), C("C", DataType::Handle());
+  Stmt body = loop(i, 16, ForKind::kSerial,
+                   loop(j, 32, ForKind::kSerial, store(C, load(A, i * 32 + j) + load(B, j), i * 32 + j)));
+  std::vector<float> f = extract_features(func(body));
+  ASSERT_EQ(f.size(), size_t(fl::kLength));
+
+  const float* l0 = level(f, 0);
+  EXPECT_FLOAT_EQ(l0[fl::kExtent], 4);
+  EXPECT_FLOAT_EQ(l0[fl::kDepth], 0);
+  EXPECT_FLOAT_EQ(l0[fl::kTopDown], 4);
+  EXPECT_FLOAT_EQ(l0[fl::kBottomUp], 9);
+  EXPECT_FLOAT_EQ(l0[fl::kKind + int(ForKind::kSerial)], 1);
+  EXPECT_FLOAT_EQ(l0[fl::kKind + int(ForKind::kParallel)], 0);
+  EXPECT_FLOAT_EQ(l0[fl::kOps + 0], lg(512));  // one add per element; index arithmetic not counted
+  EXPECT_FLOAT_EQ(l0[fl::kOps + 1], 0);
+  const float* l1 = level(f, 1);
+  EXPECT_FLOAT_EQ(l1[fl::kExtent], 5);
+  EXPECT_FLOAT_EQ(l1[fl::kDepth], 1);
+  EXPECT_FLOAT_EQ(l1[fl::kTopDown], 9);
+  EXPECT_FLOAT_EQ(l1[fl::kBottomUp], 5);
+  EXPECT_FLOAT_EQ(l1[fl::kOps + 0], lg(32));
+  EXPECT_FLOAT_EQ(level(f, 2)[fl::kExtent], 0);  // padding
+
+  // Buffers A, B, C (equal touches, by name). Outer loop: A stride 32, no reuse; B stride 0,
+  // reused 16 times.
+  EXPECT_FLOAT_EQ(buffer(f, 0, 0)[0], lg(32));
+  EXPECT_FLOAT_EQ(buffer(f, 0, 0)[1], lg(512));
+  EXPECT_FLOAT_EQ(buffer(f, 0, 0)[2], lg(1));
+  EXPECT_FLOAT_EQ(buffer(f, 0, 1)[0], lg(0));
+  EXPECT_FLOAT_EQ(buffer(f, 0, 1)[1], lg(512));
+  EXPECT_FLOAT_EQ(buffer(f, 0, 1)[2], lg(16));
+  EXPECT_FLOAT_EQ(buffer(f, 0, 2)[0], lg(32));
+  // Inner loop: unit strides, 32 touches each.
+  EXPECT_FLOAT_EQ(buffer(f, 1, 0)[0], lg(1));
+  EXPECT_FLOAT_EQ(buffer(f, 1, 1)[0], lg(1));
+  EXPECT_FLOAT_EQ(buffer(f, 1, 1)[1], lg(32));
+  EXPECT_FLOAT_EQ(buffer(f, 1, 1)[2], lg(1));
+
+  const float* g = f.data() + fl::kGlobal;
+  EXPECT_FLOAT_EQ(g[0], lg(512));
+  EXPECT_FLOAT_EQ(g[fl::kOpKinds], lg(2));      // loops
+  EXPECT_FLOAT_EQ(g[fl::kOpKinds + 1], lg(1));  // stores
+  EXPECT_EQ(f, extract_features(func(body)));   // deterministic
+}
+
+TEST(Features, VectorLanesAreTheInnermostLevel) {
+  // parallel for i in 4: C[ramp(i*8, 1, 8)] = A[ramp(i*8, 1, 8)] * x2, plus a gather D[i % 3]
+  Var i("i");
+  Var A("A", DataType::Handle()), C("C", DataType::Handle()), D("D", DataType::Handle());
+  Expr idx = te::make<te::RampNode>(i * 8, Expr(1), 8);
+  Expr two = te::make<te::BroadcastNode>(Expr(2.0f), 8);
+  Expr gather = te::make<te::BroadcastNode>(load(D, te::floormod(i, 3)), 8);
+  Stmt body = loop(i, 4, ForKind::kParallel,
+                   store(C, te::make<te::MulNode>(DataType::Float(32, 8), load(A, idx), two) + gather, idx));
+  std::vector<float> f = extract_features(func(body));
+  const float* l0 = level(f, 0);
+  const float* l1 = level(f, 1);
+  EXPECT_FLOAT_EQ(l0[fl::kKind + int(ForKind::kParallel)], 1);
+  EXPECT_FLOAT_EQ(l0[fl::kExtent], 2);
+  EXPECT_FLOAT_EQ(l1[fl::kKind + int(ForKind::kVectorized)], 1);
+  EXPECT_FLOAT_EQ(l1[fl::kExtent], 3);
+  EXPECT_FLOAT_EQ(l1[fl::kBottomUp], 3);
+  EXPECT_FLOAT_EQ(l0[fl::kBottomUp], 5);
+  EXPECT_FLOAT_EQ(l1[fl::kOps + 1], lg(8));   // 8 multiplies per vector
+  EXPECT_FLOAT_EQ(l0[fl::kOps + 1], lg(32));
+  // Buffers by touches: A and C (32 each), then D (4).
+  EXPECT_FLOAT_EQ(buffer(f, 0, 0)[0], lg(8));  // A: stride 8 w.r.t. i
+  EXPECT_FLOAT_EQ(buffer(f, 1, 0)[0], lg(1));  // A: unit stride across lanes
+  EXPECT_FLOAT_EQ(buffer(f, 0, 2)[0], -1);     // D: i % 3 is not affine
+  EXPECT_FLOAT_EQ(buffer(f, 0, 2)[1], lg(4));
+}
+
+TEST(Features, OfTaskConfigs) {
+  Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
+  ConfigEntity a = task.space().get(task.default_index());
+  std::vector<float> fa = extract_features(task, a);
+  ASSERT_EQ(fa.size(), size_t(fl::kLength));
+  EXPECT_EQ(fa, extract_features(task, a));
+  EXPECT_GT(fa[fl::kGlobal + 1], 0);  // multiplies
+  // Some other config differs in its features (at least its knob part).
+  int differing = 0;
+  for (int64_t k = 0; k < std::min<int64_t>(task.space().size(), 8); ++k) {
+    if (k == a.index()) continue;
+    try {
+      if (extract_features(task, task.space().get(k)) != fa) ++differing;
+    } catch (const Error&) {
+    }
+  }
+  EXPECT_GT(differing, 0);
+}
+
+}  // namespace
+}  // namespace loom::tuner

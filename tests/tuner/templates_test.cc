@@ -1,0 +1,199 @@
+// The built-in schedule templates: the default config and random configs of each, compiled
+// and compared with te::evaluate on small shapes (including ones no tile divides); the
+// registry, task errors, and build_best.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "common/test_util.h"
+#include "loom/tuner/build_best.h"
+#include "loom/tuner/task.h"
+
+namespace loom::tuner {
+namespace {
+
+struct Case {
+  std::string op;
+  std::vector<int64_t> shape;
+  std::map<std::string, std::string> attrs;
+};
+
+std::string case_name(const Case& c) {
+  std::string s = c.op;
+  for (int64_t d : c.shape) s += "_" + std::to_string(d);
+  for (const auto& [k, v] : c.attrs) s += "_" + k + v;
+  return s;
+}
+
+const Case kCases[] = {
+    {"matmul", {30, 17, 13}, {}},
+    {"matmul", {32, 48, 16}, {}},
+    {"matmul", {7, 5, 3}, {}},
+    {"batch_matmul", {3, 10, 33, 7}, {}},
+    {"batch_matmul", {2, 16, 32, 8}, {}},
+    {"dense_bias_relu", {9, 20, 11}, {}},
+    {"dense_bias_relu", {16, 32, 24}, {}},
+    {"conv2d_nchw", {1, 3, 10, 11, 20, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
+    {"conv2d_nchw", {2, 4, 9, 9, 16, 3, 3}, {{"stride", "2"}, {"pad", "0"}}},
+    {"conv2d_nchw", {1, 5, 7, 6, 7, 1, 1}, {}},
+    {"depthwise_conv2d_nchw", {1, 5, 11, 10, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
+    {"depthwise_conv2d_nchw", {2, 3, 9, 9, 3, 3}, {{"stride", "2"}, {"pad", "1"}}},
+    {"softmax", {5, 37}, {}},
+    {"softmax", {8, 64}, {}},
+};
+
+class TemplateCase : public ::testing::TestWithParam<Case> {};
+
+TEST_P(TemplateCase, DefaultAndRandomConfigsMatchReference) {
+  const Case& c = GetParam();
+  Task task = Task::create(c.op, c.shape, Target("llvm"), "float32", c.attrs);
+  EXPECT_GT(task.space().size(), 1);
+  EXPECT_GT(task.flop(), 0);
+  std::vector<int64_t> indices{task.default_index(), 0, task.space().size() - 1};
+  std::mt19937_64 rng(std::hash<std::string>()(case_name(c)));
+  for (int i = 0; i < 20; ++i) indices.push_back(int64_t(rng() % uint64_t(task.space().size())));
+  for (int64_t idx : indices) {
+    Instance inst;
+    try {
+      inst = task.instantiate(idx);
+    } catch (const InstantiationError& e) {
+      ADD_FAILURE() << "config " << idx << ": " << e.what();
+      continue;
+    }
+    EXPECT_EQ(test::compare_with_reference(inst.schedule, inst.args, uint64_t(idx) + 1), "")
+        << case_name(c) << " config " << idx << ": " << task.space().get(idx).str();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Templates, TemplateCase, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& i) { return case_name(i.param); });
+
+TEST(Registry, BuiltinsAreRegistered) {
+  auto names = template_names();
+  for (const char* n : {"matmul", "batch_matmul", "dense_bias_relu", "conv2d_nchw", "depthwise_conv2d_nchw", "softmax"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  EXPECT_EQ(get_template("matmul").shape_doc, "M,N,K");
+}
+
+TEST(Registry, UserTemplate) {
+  Template t;
+  t.name = "test_scale";
+  t.shape_doc = "N";
+  t.check = [](const records::Workload& w) { LOOM_CHECK(w.shape.size() == 1, "test_scale: shape must be [N]"); };
+  t.flop = [](const records::Workload& w) { return double(w.shape[0]); };
+  t.compute = [](const records::Workload& w) {
+    te::Tensor A = te::placeholder({w.shape[0]}, DataType::Float(32), "A");
+    te::Tensor B = te::compute(A.shape(), [&](te::Var i) { return A(i) * 3.0f; }, "B");
+    return std::vector<te::Tensor>{A, B};
+  };
+  t.schedule = [](ConfigContext& cfg, const std::vector<te::Tensor>& args, const Target&) {
+    cfg.split("tile", *te::as_const_int(args[1].shape()[0]), {});
+    int64_t bad = cfg.choice("fail", {0, 1});
+    Schedule s = create_schedule({args[1]});
+    auto p = cfg.apply_split("tile", s[args[1]], s[args[1]].axis(0));
+    if (bad) throw InstantiationError("test_scale rejects fail=1");
+    s[args[1]].vectorize(p[1]);
+    return s;
+  };
+  t.default_config = [](const ConfigSpace& sp) { return sp.index_of({1, 0}); };
+  register_template(t);
+  Task task = Task::create("test_scale", {12}, Target("llvm"));
+  EXPECT_EQ(task.space().size(), 6 * 2);
+  EXPECT_EQ(task.default_index(), 1);
+  EXPECT_EQ(task.instantiate_default().args.size(), 2u);
+  Instance inst = task.instantiate(task.space().index_of({3, 0}));
+  EXPECT_MATCHES_REFERENCE(inst.schedule, inst.args);
+  try {
+    task.instantiate(task.space().index_of({3, 1}));
+    FAIL() << "expected InstantiationError";
+  } catch (const InstantiationError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("tile=[-1, 4] fail=1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("rejects"), std::string::npos) << msg;
+  }
+}
+
+TEST(Task, Errors) {
+  try {
+    Task::create("no_such_op", {1, 2}, Target("llvm"));
+    FAIL() << "expected an error";
+  } catch (const InstantiationError&) {
+    FAIL() << "unknown op is not an instantiation error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("no_such_op"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("matmul"), std::string::npos) << msg;  // lists the templates
+  }
+  EXPECT_THROW(Task::create("matmul", {4, 4}, Target("llvm")), Error);
+  EXPECT_THROW(Task::create("matmul", {4, 0, 4}, Target("llvm")), Error);
+  EXPECT_THROW(Task::create("matmul", {4, 4, 4}, Target("llvm"), "int8"), Error);
+  EXPECT_THROW(Task::create("conv2d_nchw", {1, 3, 2, 2, 4, 5, 5}, Target("llvm")), Error);
+  EXPECT_THROW(Task::create("conv2d_nchw", {1, 3, 8, 8, 4, 3, 3}, Target("llvm"), "float32", {{"stride", "x"}}),
+               Error);
+  EXPECT_THROW(Task::create("matmul", {4, 4, 4}, Target("cuda")), Error);
+  try {
+    Task::create("matmul", {4, 4}, Target("llvm"));
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("M, N, K"), std::string::npos) << e.what();
+  }
+  Task t = Task::create("matmul", {8, 8, 8}, Target("llvm"));
+  EXPECT_THROW(t.instantiate(t.space().size()), Error);
+  EXPECT_THROW(t.instantiate(-1), Error);
+  EXPECT_EQ(t.key(), t.workload().key());
+  EXPECT_EQ(t.flop(), 2.0 * 8 * 8 * 8);
+}
+
+TEST(Task, MatmulDefaultIsRegisterBlocked) {
+  Task t = Task::create("matmul", {1024, 1024, 1024}, Target("llvm"));
+  ConfigEntity d = t.space().get(t.default_index());
+  EXPECT_EQ(d.value("tile_y"), (std::vector<int64_t>{-1, 4, 8})) << d.str();
+  EXPECT_EQ(d.value("tile_x"), (std::vector<int64_t>{-1, 4, 32})) << d.str();
+  EXPECT_EQ(d.label("unroll_k"), "unroll");
+  Instance inst = t.instantiate_default();
+  std::string ir = lower::to_string(lower::lower(inst.schedule, inst.args, "matmul"));
+  // The accumulator is a local register tile of 8 x 32 floats updated with 16-wide vectors.
+  EXPECT_NE(ir.find("allocate C.local: float32[256] \"local\""), std::string::npos) << ir;
+  EXPECT_NE(ir.find("C.local[ramp(240, 1, 16)] = (C.local[ramp(240, 1, 16)] + "), std::string::npos) << ir;
+  EXPECT_NE(ir.find("parallel"), std::string::npos);
+}
+
+TEST(BuildBest, FallsBackToDefaultWithWarning) {
+  Task t = Task::create("matmul", {30, 17, 13}, Target("llvm"));
+  records::ApplyHistoryBest none;
+  std::ostringstream warn;
+  runtime::Module m = build_best(t, none, &warn);
+  EXPECT_NE(warn.str().find("no tuning record for " + t.key() + " on " + t.target().str() +
+                            "; using the default config"),
+            std::string::npos)
+      << warn.str();
+  EXPECT_TRUE(m.get_function("matmul").defined());
+}
+
+TEST(BuildBest, UsesTheBestRecord) {
+  Task t = Task::create("matmul", {30, 17, 13}, Target("llvm"));
+  records::ApplyHistoryBest best;
+  int64_t idx = (t.default_index() + 5) % t.space().size();
+  for (int i = 0; i < 2; ++i) {
+    records::Record r;
+    r.workload = t.workload();
+    r.target = t.target().str();
+    r.flop = t.flop();
+    r.config = t.space().get(i == 0 ? idx : 0).to_record();
+    r.result.costs = {i == 0 ? 1e-6 : 1e-3};
+    best.add(r);
+  }
+  std::ostringstream warn;
+  runtime::Module m = build_best(t, best, &warn);
+  EXPECT_EQ(warn.str(), "");
+  // Run it against the reference.
+  Instance inst = t.instantiate(idx);
+  auto inputs = test::random_inputs(inst.args, 3);
+  auto want = te::evaluate({inst.args[2]}, inputs);
+  auto c = runtime::NDArray::empty({30, 17}, DataType::Float(32));
+  m.get_function("matmul")(inputs.at(inst.args[0]), inputs.at(inst.args[1]), c);
+  EXPECT_EQ(test::compare_arrays(c, want[0], test::tolerance_for(DataType::Float(32)), "C"), "");
+}
+
+}  // namespace
+}  // namespace loom::tuner

@@ -1,0 +1,291 @@
+// The measuring worker: builds, times and checks candidates on behalf of Measurer.
+#include "measure_worker.h"
+
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "loom/codegen/build.h"
+#include "loom/te/evaluate.h"
+
+namespace loom::tuner::detail {
+namespace {
+
+using records::ErrorCode;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::vector<int64_t> const_shape(const te::Tensor& t) {
+  std::vector<int64_t> shape;
+  for (const te::Expr& d : t.shape()) {
+    auto c = te::as_const_int(d);
+    LOOM_CHECK(c.has_value(), "measure: tensor '{}' has a non-constant shape", t.name());
+    shape.push_back(*c);
+  }
+  return shape;
+}
+
+bool is_input(const te::Tensor& t) { return t.op()->kind == te::OpKind::kPlaceholder; }
+
+nlohmann::json reply(ErrorCode code, const std::string& msg) {
+  constexpr size_t kMaxMsg = 4000;
+  std::string m = msg.size() > kMaxMsg ? msg.substr(0, kMaxMsg) + "…" : msg;
+  return {{"error", int(code)}, {"msg", m}, {"costs", nlohmann::json::array()}};
+}
+
+class Worker {
+ public:
+  Worker(const Task& task, const MeasureOptions& opt) : task_(task), opt_(opt) {}
+
+  nlohmann::json build(int64_t index) {
+    built_.reset();
+    Instance inst;
+    try {
+      inst = task_.instantiate(index);
+    } catch (const std::bad_alloc&) {
+      return reply(ErrorCode::kInstantiation, "out of memory while instantiating");
+    } catch (const std::exception& e) {
+      return reply(ErrorCode::kInstantiation, e.what());
+    }
+    try {
+      runtime::Module m = codegen::build(inst.schedule, inst.args, task_.target(), "candidate");
+      built_ = Built{m, m.get_function("candidate"), inst.args};
+    } catch (const std::bad_alloc&) {
+      return reply(ErrorCode::kCompile, "out of memory while compiling");
+    } catch (const std::exception& e) {
+      return reply(ErrorCode::kCompile, e.what());
+    }
+    return reply(ErrorCode::kNoError, "");
+  }
+
+  nlohmann::json run() {
+    if (!built_) return reply(ErrorCode::kUnknown, "run requested without a built candidate");
+    try {
+      return run_built();
+    } catch (const std::bad_alloc&) {
+      return reply(ErrorCode::kRuntime, "out of memory while running");
+    } catch (const std::exception& e) {
+      return reply(ErrorCode::kRuntime, e.what());
+    }
+  }
+
+ private:
+  struct Built {
+    runtime::Module module;
+    runtime::PackedFunc func;
+    std::vector<te::Tensor> args;
+  };
+
+  /// Seeded inputs, one per placeholder position of the argument list (equal for every
+  /// config of the task, since they share the workload's compute).
+  const runtime::NDArray& input(size_t pos, const te::Tensor& t) {
+    auto it = inputs_.find(pos);
+    if (it != inputs_.end()) return it->second;
+    auto a = runtime::NDArray::empty(const_shape(t), t.dtype());
+    DataType dt = t.dtype();
+    uint64_t seed = opt_.seed + pos;
+    if (dt.is_float()) a.fill_random(seed, -1.0, 1.0);
+    else if (dt.is_bool()) a.fill_random(seed, 0, 1);
+    else if (dt.is_uint()) a.fill_random(seed, 0, 7);
+    else a.fill_random(seed, -4, 4);
+    return inputs_.emplace(pos, a).first->second;
+  }
+
+  /// Arguments for `args`: the shared inputs and fresh outputs filled with a marker value.
+  std::vector<runtime::NDArray> make_arrays(const std::vector<te::Tensor>& args) {
+    std::vector<runtime::NDArray> arrays;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (is_input(args[i])) {
+        arrays.push_back(input(i, args[i]));
+      } else {
+        auto o = runtime::NDArray::empty(const_shape(args[i]), args[i].dtype());
+        double marker = args[i].dtype().is_float() ? std::nan("") : 123;
+        for (int64_t j = 0; j < o.numel(); ++j) o.set(j, marker);
+        arrays.push_back(o);
+      }
+    }
+    return arrays;
+  }
+
+  static std::vector<DLTensor*> dl(const std::vector<runtime::NDArray>& arrays) {
+    std::vector<DLTensor*> out;
+    for (const auto& a : arrays) out.push_back(a.dltensor());
+    return out;
+  }
+
+  /// The reference outputs, computed on first use (see Measurer).
+  const std::vector<runtime::NDArray>& reference() {
+    if (ref_done_) return ref_;
+    ref_done_ = true;
+    try {
+      Instance d = task_.instantiate_default();
+      if (task_.flop() <= opt_.evaluate_flop_limit) {
+        std::map<te::Tensor, runtime::NDArray> in;
+        std::vector<te::Tensor> outs;
+        for (size_t i = 0; i < d.args.size(); ++i) {
+          if (is_input(d.args[i])) in[d.args[i]] = input(i, d.args[i]);
+          else outs.push_back(d.args[i]);
+        }
+        ref_ = te::evaluate(outs, in);
+      } else {
+        runtime::Module m = codegen::build(d.schedule, d.args, task_.target(), "reference");
+        std::vector<runtime::NDArray> arrays = make_arrays(d.args);
+        m.get_function("reference").call(dl(arrays));
+        for (size_t i = 0; i < d.args.size(); ++i) {
+          if (!is_input(d.args[i])) ref_.push_back(arrays[i]);
+        }
+      }
+    } catch (const std::exception& e) {
+      ref_error_ = e.what();
+      ref_.clear();
+    }
+    return ref_;
+  }
+
+  /// "" when `got` matches the reference outputs, else the first mismatch.
+  std::string check(const std::vector<runtime::NDArray>& arrays) {
+    const auto& want = reference();
+    if (!ref_error_.empty()) return "";  // reported by the caller
+    size_t out_i = 0;
+    for (size_t i = 0; i < built_->args.size(); ++i) {
+      if (is_input(built_->args[i])) continue;
+      LOOM_ICHECK(out_i < want.size());
+      const runtime::NDArray& got = arrays[i];
+      const runtime::NDArray& ref = want[out_i++];
+      if (got.numel() != ref.numel())
+        return fmt::format("output '{}' has {} elements, the reference {}", built_->args[i].name(), got.numel(),
+                           ref.numel());
+      for (int64_t j = 0; j < got.numel(); ++j) {
+        double g = got.get(j), w = ref.get(j);
+        bool ok = std::isnan(w) ? std::isnan(g) : std::abs(g - w) <= opt_.atol + opt_.rtol * std::abs(w);
+        if (!ok)
+          return fmt::format("output '{}' element {} is {}, expected {}", built_->args[i].name(), j, g, w);
+      }
+    }
+    return "";
+  }
+
+  void flush_cache() {
+    constexpr size_t kFlushBytes = size_t(64) << 20;
+    if (flush_.empty()) flush_.resize(kFlushBytes);
+    ++flush_round_;
+    std::memset(flush_.data(), flush_round_ & 0xff, flush_.size());
+    volatile char sink = flush_[flush_round_ % flush_.size()];
+    (void)sink;
+  }
+
+  double time_runs(const runtime::PackedFunc& f, const std::vector<DLTensor*>& args, int64_t number) {
+    auto t0 = Clock::now();
+    for (int64_t i = 0; i < number; ++i) f.call(args);
+    return seconds_since(t0);
+  }
+
+  nlohmann::json run_built() {
+    std::vector<runtime::NDArray> arrays = make_arrays(built_->args);
+    std::vector<DLTensor*> args = dl(arrays);
+    built_->func.call(args);  // warm-up; its outputs are checked
+    if (opt_.check_correctness) {
+      std::string mismatch = check(arrays);
+      if (!ref_error_.empty()) return reply(ErrorCode::kUnknown, "computing the reference failed: " + ref_error_);
+      if (!mismatch.empty()) return reply(ErrorCode::kWrongAnswer, mismatch);
+    }
+    // Raise `number` until one repeat lasts min_repeat_ms.
+    int64_t number = std::max(1, opt_.number);
+    double min_s = opt_.min_repeat_ms / 1000.0;
+    double t = time_runs(built_->func, args, number);
+    while (t < min_s && number < (int64_t(1) << 30)) {
+      double scale = std::min(100.0, min_s / std::max(t, 1e-7) * 1.1);
+      number = std::max(number + 1, int64_t(std::ceil(number * scale)));
+      t = time_runs(built_->func, args, number);
+    }
+    nlohmann::json costs = nlohmann::json::array();
+    for (int r = 0; r < std::max(1, opt_.repeat); ++r) {
+      if (opt_.flush_cache) flush_cache();
+      costs.push_back(time_runs(built_->func, args, number) / double(number));
+    }
+    nlohmann::json out = reply(ErrorCode::kNoError, "");
+    out["costs"] = costs;
+    out["number"] = number;
+    return out;
+  }
+
+  const Task& task_;
+  MeasureOptions opt_;
+  std::optional<Built> built_;
+  std::map<size_t, runtime::NDArray> inputs_;
+  bool ref_done_ = false;
+  std::vector<runtime::NDArray> ref_;
+  std::string ref_error_;
+  std::vector<char> flush_;
+  size_t flush_round_ = 0;
+};
+
+int64_t default_memory_limit() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  int64_t half = pages > 0 && page > 0 ? int64_t(pages) * page / 2 : int64_t(8) << 30;
+  return std::min<int64_t>(half, int64_t(8) << 30);
+}
+
+}  // namespace
+
+bool send_all(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += size_t(n);
+  }
+  return true;
+}
+
+void worker_main(int fd, const Task& task, const MeasureOptions& opt) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() == 1) _exit(0);
+  int64_t limit = opt.worker_memory_bytes > 0 ? opt.worker_memory_bytes : default_memory_limit();
+  rlimit rl{rlim_t(limit), rlim_t(limit)};
+  setrlimit(RLIMIT_AS, &rl);
+
+  Worker w(task, opt);
+  std::string buf;
+  char chunk[4096];
+  for (;;) {
+    size_t nl;
+    while ((nl = buf.find('\n')) == std::string::npos) {
+      ssize_t n = ::read(fd, chunk, sizeof(chunk));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) _exit(0);
+      buf.append(chunk, size_t(n));
+    }
+    std::string line = buf.substr(0, nl);
+    buf.erase(0, nl + 1);
+    nlohmann::json out;
+    try {
+      auto req = nlohmann::json::parse(line);
+      std::string op = req.at("op");
+      auto t0 = Clock::now();
+      if (op == "build") out = w.build(req.at("index").get<int64_t>());
+      else if (op == "run") out = w.run();
+      else out = reply(ErrorCode::kUnknown, "unknown request '" + op + "'");
+      out["seconds"] = seconds_since(t0);
+    } catch (const std::exception& e) {
+      out = reply(ErrorCode::kUnknown, std::string("worker: ") + e.what());
+    }
+    if (!send_all(fd, out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n")) _exit(0);
+  }
+}
+
+}  // namespace loom::tuner::detail

@@ -1,0 +1,173 @@
+// Simulated-annealing explorer over a config space.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_set>
+
+#include "loom/tuner/explorer.h"
+
+namespace loom::tuner {
+
+bool near_duplicate(const std::vector<int>& a, const std::vector<int>& b) {
+  if (a.size() != b.size()) return false;
+  int diff = 0;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k] == b[k]) continue;
+    if (std::abs(a[k] - b[k]) != 1 || ++diff > 1) return false;
+  }
+  return diff == 1;
+}
+
+SimulatedAnnealingExplorer::SimulatedAnnealingExplorer(const ConfigSpace& space, SAOptions opt, uint64_t seed)
+    : space_(space), opt_(opt), rng_(seed) {
+  LOOM_CHECK(opt_.n_chains >= 1, "SAOptions: n_chains must be at least 1, got {}", opt_.n_chains);
+  LOOM_CHECK(opt_.epsilon >= 0 && opt_.epsilon <= 1, "SAOptions: epsilon must be in [0, 1], got {}", opt_.epsilon);
+}
+
+int64_t SimulatedAnnealingExplorer::random_config() {
+  int64_t n = space_.size();
+  LOOM_CHECK(n > 0, "explorer: the config space is empty");
+  return std::uniform_int_distribution<int64_t>(0, n - 1)(rng_);
+}
+
+int64_t SimulatedAnnealingExplorer::neighbor(int64_t index) {
+  std::vector<int> choices = space_.get(index).choices();
+  const auto& knobs = space_.knobs();
+  std::vector<size_t> movable;
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    if (knobs[k].values.size() > 1) movable.push_back(k);
+  }
+  if (movable.empty()) return index;
+  size_t k = movable[std::uniform_int_distribution<size_t>(0, movable.size() - 1)(rng_)];
+  int n = int(knobs[k].values.size());
+  int v = std::uniform_int_distribution<int>(0, n - 2)(rng_);
+  choices[k] = v >= choices[k] ? v + 1 : v;
+  return space_.index_of(choices);
+}
+
+std::vector<int64_t> SimulatedAnnealingExplorer::random_unvisited(int n, const VisitedFn& visited,
+                                                                  const std::vector<int64_t>& exclude) {
+  std::unordered_set<int64_t> taken(exclude.begin(), exclude.end());
+  std::vector<int64_t> out;
+  int64_t size = space_.size();
+  int64_t misses = 0;
+  while (int(out.size()) < n && misses < 64 + 4 * int64_t(n)) {
+    int64_t c = random_config();
+    if (visited(c) || taken.count(c)) {
+      ++misses;
+      continue;
+    }
+    taken.insert(c);
+    out.push_back(c);
+  }
+  if (int(out.size()) < n && size <= (int64_t(1) << 22)) {
+    // Few left: enumerate from a random start so the order stays unbiased enough.
+    int64_t start = random_config();
+    for (int64_t i = 0; i < size && int(out.size()) < n; ++i) {
+      int64_t c = (start + i) % size;
+      if (!visited(c) && !taken.count(c)) {
+        taken.insert(c);
+        out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, const ScoreFn& score,
+                                                            const VisitedFn& visited) {
+  if (batch_size <= 0) return {};
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  int n_random = int(std::floor(batch_size * opt_.epsilon));
+  double frac = batch_size * opt_.epsilon - n_random;
+  if (frac > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < frac) ++n_random;
+  n_random = std::min(n_random, batch_size);
+  int n_model = batch_size - n_random;
+
+  if (int(chains_.size()) != opt_.n_chains) {
+    chains_.clear();
+    for (int i = 0; i < opt_.n_chains; ++i) chains_.push_back(random_config());
+  }
+  std::vector<double> scores = score(chains_);
+  LOOM_ICHECK(scores.size() == chains_.size());
+
+  // The best unvisited configs seen, kept at a few times the batch size for de-duplication.
+  size_t keep = size_t(std::max(1, n_model)) * 3;
+  std::map<int64_t, double> best;  // index -> score
+  auto offer = [&](int64_t idx, double s) {
+    if (!std::isfinite(s) || best.count(idx) || visited(idx)) return false;
+    if (best.size() < keep) {
+      best[idx] = s;
+      return true;
+    }
+    auto worst = std::min_element(best.begin(), best.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second < b.second : a.first > b.first;
+    });
+    if (s <= worst->second) return false;
+    best.erase(worst);
+    best[idx] = s;
+    return true;
+  };
+  for (size_t i = 0; i < chains_.size(); ++i) offer(chains_[i], scores[i]);
+
+  // Temperature in units of the score spread of the current chains.
+  double lo = INFINITY, hi = -INFINITY;
+  for (double s : scores) {
+    if (std::isfinite(s)) lo = std::min(lo, s), hi = std::max(hi, s);
+  }
+  double scale = hi > lo ? hi - lo : 1.0;
+
+  if (n_model > 0) {
+    int since_change = 0;
+    for (int step = 0; step < opt_.max_steps && since_change < opt_.early_stop; ++step) {
+      double t = opt_.temp_start + (opt_.temp_end - opt_.temp_start) * step / std::max(1, opt_.max_steps);
+      std::vector<int64_t> next(chains_.size());
+      for (size_t i = 0; i < chains_.size(); ++i) next[i] = neighbor(chains_[i]);
+      std::vector<double> ns = score(next);
+      LOOM_ICHECK(ns.size() == next.size());
+      bool changed = false;
+      for (size_t i = 0; i < chains_.size(); ++i) {
+        double old_s = scores[i], new_s = ns[i];
+        bool accept;
+        if (new_s >= old_s || (old_s == kNegInf)) accept = true;
+        else if (new_s == kNegInf || t <= 0) accept = false;
+        else accept = std::uniform_real_distribution<double>(0, 1)(rng_) < std::exp((new_s - old_s) / (t * scale));
+        if (accept) chains_[i] = next[i], scores[i] = new_s;
+        changed |= offer(next[i], new_s);
+      }
+      since_change = changed ? 0 : since_change + 1;
+    }
+  }
+
+  // Best first; skip near-duplicates of what is already chosen, then fill from the skipped.
+  std::vector<std::pair<int64_t, double>> ranked(best.begin(), best.end());
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  std::vector<int64_t> out;
+  std::vector<std::vector<int>> chosen;
+  std::vector<int64_t> skipped;
+  for (const auto& [idx, s] : ranked) {
+    if (int(out.size()) >= n_model) break;
+    std::vector<int> c = space_.get(idx).choices();
+    bool dup = std::any_of(chosen.begin(), chosen.end(), [&](const auto& o) { return near_duplicate(c, o); });
+    if (dup) {
+      skipped.push_back(idx);
+      continue;
+    }
+    out.push_back(idx);
+    chosen.push_back(std::move(c));
+  }
+  for (int64_t idx : skipped) {
+    if (int(out.size()) >= n_model) break;
+    out.push_back(idx);
+  }
+  int want_random = batch_size - int(out.size());
+  std::vector<int64_t> extra = random_unvisited(want_random, visited, out);
+  out.insert(out.end(), extra.begin(), extra.end());
+  return out;
+}
+
+}  // namespace loom::tuner

@@ -1,0 +1,149 @@
+// Tasks and the template registry.
+#include "loom/tuner/task.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "templates/templates.h"
+
+namespace loom::tuner {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<const Template>> templates;
+  std::vector<std::shared_ptr<const Template>> replaced;  // keeps references handed out valid
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+void add(Registry& r, Template t) {
+  LOOM_CHECK(!t.name.empty(), "register_template: a template needs a name");
+  LOOM_CHECK(t.compute && t.schedule, "register_template: template '{}' needs compute and schedule functions", t.name);
+  auto p = std::make_shared<const Template>(std::move(t));
+  auto it = r.templates.find(p->name);
+  if (it != r.templates.end()) r.replaced.push_back(it->second);
+  r.templates[p->name] = p;
+}
+
+// Built-in templates register once, on first use of the registry (no static-init order).
+Registry& ready_registry() {
+  static std::once_flag once;
+  Registry& r = registry();
+  std::call_once(once, [&] {
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (Template& t : builtin_templates()) {
+      if (!r.templates.count(t.name)) add(r, std::move(t));
+    }
+  });
+  return r;
+}
+
+}  // namespace
+
+void register_template(Template t) {
+  Registry& r = ready_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  add(r, std::move(t));
+}
+
+const Template& get_template(const std::string& name) {
+  Registry& r = ready_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.templates.find(name);
+  if (it == r.templates.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, _] : r.templates) names.push_back(n);
+    fail("no schedule template '{}' (templates: {})", name, fmt::join(names, ", "));
+  }
+  return *it->second;
+}
+
+std::vector<std::string> template_names() {
+  Registry& r = ready_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> names;
+  for (const auto& [n, _] : r.templates) names.push_back(n);
+  return names;
+}
+
+// ---------------------------------------------------------------- Task
+
+struct Task::Node {
+  records::Workload workload;
+  Target target;
+  Template tmpl;
+  ConfigSpace space;
+  int64_t default_index = 0;
+  double flop = 0;
+};
+
+Task Task::create(const std::string& op, std::vector<int64_t> shape, const Target& target, const std::string& dtype,
+                  std::map<std::string, std::string> attrs) {
+  records::Workload w;
+  w.op = op;
+  w.shape = std::move(shape);
+  w.dtype = dtype;
+  w.attrs = std::move(attrs);
+  return create(w, target);
+}
+
+Task Task::create(const records::Workload& w, const Target& target) {
+  const Template& t = get_template(w.op);
+  LOOM_CHECK(std::find(t.targets.begin(), t.targets.end(), target.kind()) != t.targets.end(),
+             "template '{}' does not support target '{}' (it supports: {})", t.name, target.str(), fmt::join(t.targets, ", "));
+  if (t.check) t.check(w);
+  auto node = std::make_shared<Node>();
+  node->workload = w;
+  node->target = target;
+  node->tmpl = t;
+  node->flop = t.flop ? t.flop(w) : 0.0;
+  try {
+    ConfigContext cfg(&node->space);
+    t.schedule(cfg, t.compute(w), target);
+  } catch (const Error& e) {
+    fail("template '{}' failed to define its config space for {}: {}", t.name, w.key(), e.what());
+  }
+  node->default_index = t.default_config ? t.default_config(node->space) : 0;
+  LOOM_CHECK(node->default_index >= 0 && node->default_index < node->space.size(),
+             "template '{}': default config {} is outside its space of {}", t.name, node->default_index,
+             node->space.size());
+  Task task;
+  task.node_ = std::move(node);
+  return task;
+}
+
+const records::Workload& Task::workload() const { return node_->workload; }
+const Target& Task::target() const { return node_->target; }
+const ConfigSpace& Task::space() const { return node_->space; }
+const Template& Task::tmpl() const { return node_->tmpl; }
+double Task::flop() const { return node_->flop; }
+std::string Task::key() const { return node_->workload.key(); }
+int64_t Task::default_index() const { return node_->default_index; }
+
+Instance Task::instantiate(int64_t index) const { return instantiate(node_->space.get(index)); }
+
+Instance Task::instantiate(const ConfigEntity& e) const {
+  LOOM_CHECK(e.space() == &node_->space, "task {}: config {} belongs to another config space", key(), e.index());
+  try {
+    Instance inst;
+    inst.args = node_->tmpl.compute(node_->workload);
+    ConfigContext cfg(e);
+    inst.schedule = node_->tmpl.schedule(cfg, inst.args, node_->target);
+    return inst;
+  } catch (const Error& err) {
+    throw InstantiationError(fmt::format("{}: config {} ({}) cannot be instantiated: {}", key(), e.index(), e.str(),
+                                         err.what()));
+  }
+}
+
+Instance Task::instantiate_default() const { return instantiate(node_->default_index); }
+
+}  // namespace loom::tuner

@@ -1,0 +1,146 @@
+// Helpers shared by the built-in schedule templates.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <set>
+
+#include "templates.h"
+
+namespace loom::tuner {
+
+std::vector<Template> builtin_templates() {
+  return {matmul_template(),      batch_matmul_template(),          dense_bias_relu_template(),
+          conv2d_nchw_template(), depthwise_conv2d_nchw_template(), softmax_template()};
+}
+
+namespace tmpl {
+
+void check_shape(const records::Workload& w, const std::vector<std::string>& names) {
+  LOOM_CHECK(w.dtype == "float32", "{}: dtype must be float32, got '{}'", w.op, w.dtype);
+  LOOM_CHECK(w.shape.size() == names.size(), "{}: shape must be [{}] ({} sizes), got {} sizes", w.op,
+             fmt::join(names, ", "), names.size(), w.shape.size());
+  for (size_t i = 0; i < names.size(); ++i)
+    LOOM_CHECK(w.shape[i] >= 1, "{}: size {} must be positive, got {}", w.op, names[i], w.shape[i]);
+}
+
+int64_t int_attr(const records::Workload& w, const std::string& key, int64_t def, int64_t lo) {
+  auto it = w.attrs.find(key);
+  if (it == w.attrs.end()) return def;
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  LOOM_CHECK(used == it->second.size() && used > 0, "{}: attribute {} must be an integer, got '{}'", w.op, key,
+             it->second);
+  LOOM_CHECK(v >= lo, "{}: attribute {} must be at least {}, got {}", w.op, key, lo, v);
+  return v;
+}
+
+te::Tensor find_input(const te::Tensor& t, const std::string& name) {
+  for (const te::Operation& op : te::post_dfs_order({t}))
+    if (op->name == name) return te::output(op);
+  fail("internal error: no stage '{}' feeds '{}'", name, t.name());
+}
+
+int64_t closest_config(const ConfigSpace& space, const Preferences& prefs) {
+  std::vector<int> choices(space.knobs().size(), 0);
+  for (size_t i = 0; i < space.knobs().size(); ++i) {
+    const Knob& k = space.knobs()[i];
+    if (k.kind == KnobKind::kAnnotate) {
+      auto it = prefs.labels.find(k.name);
+      if (it == prefs.labels.end()) continue;
+      for (size_t j = 0; j < k.labels.size(); ++j)
+        if (k.labels[j] == it->second) choices[i] = int(j);
+      continue;
+    }
+    auto it = prefs.values.find(k.name);
+    if (it == prefs.values.end()) continue;
+    double best = INFINITY;
+    for (size_t j = 0; j < k.values.size(); ++j) {
+      const auto& v = k.values[j];
+      double d = 0;
+      if (k.kind == KnobKind::kSplit && v.size() == it->second.size()) {
+        for (size_t p = 1; p < v.size(); ++p) d += std::abs(std::log2(double(v[p])) - std::log2(double(it->second[p])));
+        // Prefer the larger factor on ties at the innermost (more vector/register work).
+        d -= 1e-3 * std::log2(double(v.back()));
+      } else {
+        d = v == it->second ? 0 : 1;
+      }
+      if (d < best) best = d, choices[i] = int(j);
+    }
+  }
+  return space.index_of(choices);
+}
+
+SplitOptions block_split_options(int64_t extent) {
+  SplitOptions o;
+  o.policy = SplitOptions::kCandidates;
+  o.num_outputs = 3;
+  const int64_t padded = ceil_div(extent, kBlock) * kBlock;
+  for (int64_t bn = kBlock; bn <= 64 && (bn == kBlock || bn <= padded); bn += kBlock) {
+    for (int64_t outer = 1; outer == 1 || outer * bn <= padded; outer *= 2) o.candidates.push_back({-1, outer, bn});
+  }
+  return o;
+}
+
+Preferences gemm_preferences() {
+  Preferences p;
+  p.values["tile_y"] = {-1, 4, 8};
+  p.values["tile_x"] = {-1, 4, 32};
+  p.values["tile_k"] = {-1, 4};
+  p.labels["unroll_k"] = "unroll";
+  return p;
+}
+
+void schedule_gemm(ConfigContext& cfg, schedule::Stage out, const te::IterVar& batch, const te::IterVar& y,
+                   const te::IterVar& x, int64_t M, int64_t N, int64_t K, schedule::Stage acc,
+                   const std::vector<te::IterVar>& acc_outer, const te::IterVar& acc_y, const te::IterVar& acc_x,
+                   const te::IterVar& acc_k) {
+  SplitOptions ty;
+  ty.num_outputs = 3;
+  ty.max_factor = 16;
+  cfg.split("tile_y", M, ty);
+  cfg.split("tile_x", N, block_split_options(N));
+  SplitOptions tk;
+  tk.max_factor = 16;
+  cfg.split("tile_k", K, tk);
+  cfg.annotate("unroll_k", {"unroll", "none"});
+
+  auto yp = cfg.apply_split("tile_y", out, y);
+  auto xp = cfg.apply_split("tile_x", out, x);
+  std::vector<te::IterVar> order;
+  if (batch.defined()) order.push_back(batch);
+  order.insert(order.end(), {yp[0], xp[0], yp[1], xp[1], yp[2], xp[2]});
+  out.reorder(order);
+  std::vector<te::IterVar> outer(order.begin(), order.end() - 4);
+  out.parallel(outer.size() > 1 ? out.fuse(outer) : outer[0]);
+  auto [xr, xv] = out.split(xp[2], kBlock);
+  out.vectorize(xv);
+  (void)xr;
+
+  acc.compute_at(out, xp[1]);
+  auto kp = cfg.apply_split("tile_k", acc, acc_k);
+  te::IterVar ko = kp[0], ki = kp[1];
+  auto [xcr, xcv] = acc.split(acc_x, kBlock);
+  std::vector<te::IterVar> acc_order = acc_outer;
+  acc_order.insert(acc_order.end(), {ko, ki, acc_y, xcr, xcv});
+  acc.reorder(acc_order);
+  cfg.apply_annotate("unroll_k", acc, ki);
+  acc.unroll(acc_y);
+  acc.unroll(xcr);
+  acc.vectorize(xcv);
+}
+
+void schedule_pack(schedule::Stage pack) {
+  const auto& leaves = pack.leaf_iter_vars();
+  std::vector<te::IterVar> outer(leaves.begin(), leaves.end() - 2);
+  pack.vectorize(leaves.back());
+  pack.parallel(outer.size() > 1 ? pack.fuse(outer) : outer[0]);
+}
+
+}  // namespace tmpl
+}  // namespace loom::tuner

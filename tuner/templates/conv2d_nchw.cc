@@ -1,0 +1,173 @@
+// "conv2d_nchw": out[N,K,OH,OW] = conv(data[N,C,H,W], kernel[K,C,R,S]) in float32, with
+// attrs stride and pad (both spatial dims alike).
+//
+// NCHWc-style blocking: the kernel is packed into [ceil(K/16), C, R, S, 16] and the
+// convolution computes a blocked result [N, ceil(K/16), OH, OW, 16], accumulating a register
+// tile of tile_oc 16-channel blocks × tile_ow output columns (vectorized over channels) over
+// the reduction in the order reduce_order; a last stage unpacks it into NCHW. Padding is its
+// own stage, inlined or computed at the root (pad_inline).
+#include <algorithm>
+
+#include "templates.h"
+
+namespace loom::tuner {
+namespace {
+
+using te::Expr;
+using te::Tensor;
+using te::Var;
+using tmpl::kBlock;
+
+struct Dims {
+  int64_t N, C, H, W, K, R, S, stride, pad, OH, OW;
+};
+
+Dims dims(const records::Workload& w) {
+  Dims d{w.shape[0], w.shape[1], w.shape[2], w.shape[3], w.shape[4], w.shape[5], w.shape[6],
+         tmpl::int_attr(w, "stride", 1, 1), tmpl::int_attr(w, "pad", 0, 0), 0, 0};
+  d.OH = (d.H + 2 * d.pad - d.R) / d.stride + 1;
+  d.OW = (d.W + 2 * d.pad - d.S) / d.stride + 1;
+  return d;
+}
+
+void check(const records::Workload& w) {
+  tmpl::check_shape(w, {"N", "C", "H", "W", "K", "R", "S"});
+  Dims d = dims(w);
+  LOOM_CHECK(d.H + 2 * d.pad >= d.R && d.W + 2 * d.pad >= d.S,
+             "{}: kernel {}x{} is larger than the padded input {}x{}", w.op, d.R, d.S, d.H + 2 * d.pad,
+             d.W + 2 * d.pad);
+  for (const auto& [k, v] : w.attrs)
+    LOOM_CHECK(k == "stride" || k == "pad", "{}: unknown attribute '{}' (expected stride, pad)", w.op, k);
+}
+
+std::vector<Tensor> compute(const records::Workload& w) {
+  Dims d = dims(w);
+  Tensor data = te::placeholder({d.N, d.C, d.H, d.W}, DataType::Float(32), "data");
+  Tensor kernel = te::placeholder({d.K, d.C, d.R, d.S}, DataType::Float(32), "kernel");
+  Tensor in = data;
+  if (d.pad > 0) {
+    in = te::compute(
+        {d.N, d.C, d.H + 2 * d.pad, d.W + 2 * d.pad},
+        [&](Var n, Var c, Var h, Var x) {
+          Expr inside = h >= d.pad && h < d.H + d.pad && x >= d.pad && x < d.W + d.pad;
+          Expr hh = te::min(te::max(h - d.pad, Expr(int64_t(0))), Expr(d.H - 1));
+          Expr ww = te::min(te::max(x - d.pad, Expr(int64_t(0))), Expr(d.W - 1));
+          return te::select(inside, data(n, c, hh, ww), Expr(0.0f));
+        },
+        "pad", "injective");
+  }
+  Tensor P = te::compute(
+      {tmpl::ceil_div(d.K, kBlock), d.C, d.R, d.S, kBlock},
+      [&](Var kb, Var c, Var r, Var s, Var v) {
+        Expr k = kb * int64_t(kBlock) + v;
+        if (d.K % kBlock == 0) return kernel(k, c, r, s);
+        return te::select(k < d.K, kernel(te::min(k, Expr(d.K - 1)), c, r, s), Expr(0.0f));
+      },
+      "packed_kernel", "injective");
+  te::IterVar rc = te::reduce_axis({0, d.C}, "rc");
+  te::IterVar ry = te::reduce_axis({0, d.R}, "ry");
+  te::IterVar rx = te::reduce_axis({0, d.S}, "rx");
+  Tensor conv = te::compute(
+      {d.N, tmpl::ceil_div(d.K, kBlock), d.OH, d.OW, kBlock},
+      [&](Var n, Var kb, Var oh, Var ow, Var v) {
+        return te::sum(in(n, rc, oh * d.stride + ry, ow * d.stride + rx) * P(kb, rc, ry, rx, v), {rc, ry, rx});
+      },
+      "conv_blocked", "conv2d_nchw");
+  Tensor out = te::compute(
+      {d.N, d.K, d.OH, d.OW},
+      [&](Var n, Var k, Var oh, Var ow) {
+        return conv(n, te::floordiv(k, int64_t(kBlock)), oh, ow, te::floormod(k, int64_t(kBlock)));
+      },
+      "conv2d_nchw", "conv2d_nchw");
+  return {data, kernel, out};
+}
+
+std::vector<std::vector<int64_t>> permutations3() {
+  std::vector<int64_t> p{0, 1, 2};
+  std::vector<std::vector<int64_t>> all;
+  do all.push_back(p);
+  while (std::next_permutation(p.begin(), p.end()));
+  return all;
+}
+
+schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
+  Tensor out = args[2];
+  Tensor conv = tmpl::find_input(out, "conv_blocked");
+  Tensor P = tmpl::find_input(out, "packed_kernel");
+  const int64_t KB = *te::as_const_int(conv.shape()[1]), OW = *te::as_const_int(conv.shape()[3]);
+
+  SplitOptions toc;
+  toc.max_factor = 4;
+  cfg.split("tile_oc", KB, toc);
+  SplitOptions tow;
+  tow.policy = SplitOptions::kCandidates;
+  for (int64_t f = 1; f <= std::min<int64_t>(OW, 16); ++f)
+    if (OW % f == 0 || f == 4 || f == 8 || f == 16) tow.candidates.push_back({-1, f});
+  cfg.split("tile_ow", OW, tow);
+  std::vector<int64_t> order = cfg.reorder("reduce_order", permutations3());
+  cfg.annotate("unroll_rx", {"unroll", "none"});
+  bool has_pad = false;
+  for (const te::Operation& op : te::post_dfs_order({out})) has_pad |= op->name == "pad";
+  int64_t pad_inline = has_pad ? cfg.choice("pad_inline", {1, 0}) : 0;
+
+  Schedule s = create_schedule({out});
+  Tensor CC = s.cache_write(conv, "local");
+  schedule::Stage sc = s[conv], acc = s[CC], so = s[out];
+
+  auto kbp = cfg.apply_split("tile_oc", sc, sc.axis(1));
+  auto owp = cfg.apply_split("tile_ow", sc, sc.axis(3));
+  sc.reorder({sc.axis(0), kbp[0], sc.axis(2), owp[0], kbp[1], owp[1], sc.axis(4)});
+  sc.parallel(sc.fuse({sc.axis(0), kbp[0], sc.axis(2)}));
+  sc.vectorize(sc.axis(4));
+
+  acc.compute_at(sc, owp[0]);
+  std::vector<te::IterVar> red{acc.reduce_axis(0), acc.reduce_axis(1), acc.reduce_axis(2)};
+  std::vector<te::IterVar> acc_order{acc.axis(0), acc.axis(2)};
+  for (int64_t i : order) acc_order.push_back(red[i]);
+  acc_order.insert(acc_order.end(), {acc.axis(1), acc.axis(3), acc.axis(4)});
+  acc.reorder(acc_order);
+  cfg.apply_annotate("unroll_rx", acc, red[order[2]]);
+  acc.unroll(acc.axis(1));
+  acc.unroll(acc.axis(3));
+  acc.vectorize(acc.axis(4));
+
+  so.parallel(so.fuse(so.axis(0), so.axis(1)));
+  tmpl::schedule_pack(s[P]);
+  if (has_pad) {
+    Tensor pad = tmpl::find_input(out, "pad");
+    if (pad_inline) {
+      s[pad].compute_inline();
+    } else {
+      s[pad].parallel(s[pad].fuse(s[pad].axis(0), s[pad].axis(1)));
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+Template conv2d_nchw_template() {
+  Template t;
+  t.name = "conv2d_nchw";
+  t.shape_doc = "N,C,H,W,K,R,S (attrs stride, pad)";
+  t.doc = "2-D convolution, NCHW data, KCRS kernel, float32, output channels blocked by 16";
+  t.check = check;
+  t.flop = [](const records::Workload& w) {
+    Dims d = dims(w);
+    return 2.0 * double(d.N) * double(d.K) * double(d.OH) * double(d.OW) * double(d.C) * double(d.R) * double(d.S);
+  };
+  t.compute = compute;
+  t.schedule = schedule_conv;
+  t.default_config = [](const ConfigSpace& sp) {
+    tmpl::Preferences p;
+    p.values["tile_oc"] = {-1, 2};
+    p.values["tile_ow"] = {-1, 8};
+    p.values["reduce_order"] = {0, 1, 2};
+    p.values["pad_inline"] = {1};
+    p.labels["unroll_rx"] = "unroll";
+    return tmpl::closest_config(sp, p);
+  };
+  return t;
+}
+
+}  // namespace loom::tuner

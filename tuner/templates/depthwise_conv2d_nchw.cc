@@ -1,0 +1,137 @@
+// "depthwise_conv2d_nchw": out[N,C,OH,OW] = depthwise conv of data[N,C,H,W] with
+// kernel[C,1,R,S] in float32, attrs stride and pad.
+//
+// Each channel's output rows are tiled (tile_oh rows × tile_ow columns, the columns
+// vectorized) and accumulated in a local tile over the kernel window; padding is its own
+// stage, inlined or computed at the root (pad_inline).
+#include <algorithm>
+
+#include "templates.h"
+
+namespace loom::tuner {
+namespace {
+
+using te::Expr;
+using te::Tensor;
+using te::Var;
+
+struct Dims {
+  int64_t N, C, H, W, R, S, stride, pad, OH, OW;
+};
+
+Dims dims(const records::Workload& w) {
+  Dims d{w.shape[0], w.shape[1], w.shape[2], w.shape[3], w.shape[4], w.shape[5],
+         tmpl::int_attr(w, "stride", 1, 1), tmpl::int_attr(w, "pad", 0, 0), 0, 0};
+  d.OH = (d.H + 2 * d.pad - d.R) / d.stride + 1;
+  d.OW = (d.W + 2 * d.pad - d.S) / d.stride + 1;
+  return d;
+}
+
+void check(const records::Workload& w) {
+  tmpl::check_shape(w, {"N", "C", "H", "W", "R", "S"});
+  Dims d = dims(w);
+  LOOM_CHECK(d.H + 2 * d.pad >= d.R && d.W + 2 * d.pad >= d.S,
+             "{}: kernel {}x{} is larger than the padded input {}x{}", w.op, d.R, d.S, d.H + 2 * d.pad,
+             d.W + 2 * d.pad);
+  for (const auto& [k, v] : w.attrs)
+    LOOM_CHECK(k == "stride" || k == "pad", "{}: unknown attribute '{}' (expected stride, pad)", w.op, k);
+}
+
+std::vector<Tensor> compute(const records::Workload& w) {
+  Dims d = dims(w);
+  Tensor data = te::placeholder({d.N, d.C, d.H, d.W}, DataType::Float(32), "data");
+  Tensor kernel = te::placeholder({d.C, int64_t(1), d.R, d.S}, DataType::Float(32), "kernel");
+  Tensor in = data;
+  if (d.pad > 0) {
+    in = te::compute(
+        {d.N, d.C, d.H + 2 * d.pad, d.W + 2 * d.pad},
+        [&](Var n, Var c, Var h, Var x) {
+          Expr inside = h >= d.pad && h < d.H + d.pad && x >= d.pad && x < d.W + d.pad;
+          Expr hh = te::min(te::max(h - d.pad, Expr(int64_t(0))), Expr(d.H - 1));
+          Expr ww = te::min(te::max(x - d.pad, Expr(int64_t(0))), Expr(d.W - 1));
+          return te::select(inside, data(n, c, hh, ww), Expr(0.0f));
+        },
+        "pad", "injective");
+  }
+  te::IterVar ry = te::reduce_axis({0, d.R}, "ry");
+  te::IterVar rx = te::reduce_axis({0, d.S}, "rx");
+  Tensor out = te::compute(
+      {d.N, d.C, d.OH, d.OW},
+      [&](Var n, Var c, Var oh, Var ow) {
+        return te::sum(in(n, c, oh * d.stride + ry, ow * d.stride + rx) * kernel(c, 0, ry, rx), {ry, rx});
+      },
+      "depthwise_conv2d_nchw", "depthwise_conv2d_nchw");
+  return {data, kernel, out};
+}
+
+SplitOptions tile_options(int64_t extent, int64_t max) {
+  SplitOptions o;
+  o.policy = SplitOptions::kCandidates;
+  for (int64_t f = 1; f <= std::min(extent, max); ++f)
+    if (extent % f == 0 || (f & (f - 1)) == 0) o.candidates.push_back({-1, f});
+  return o;
+}
+
+schedule::Schedule schedule_depthwise(ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
+  Tensor out = args[2];
+  const int64_t OH = *te::as_const_int(out.shape()[2]), OW = *te::as_const_int(out.shape()[3]);
+  cfg.split("tile_oh", OH, tile_options(OH, 8));
+  cfg.split("tile_ow", OW, tile_options(OW, 32));
+  cfg.annotate("unroll_rx", {"unroll", "none"});
+  bool has_pad = false;
+  for (const te::Operation& op : te::post_dfs_order({out})) has_pad |= op->name == "pad";
+  int64_t pad_inline = has_pad ? cfg.choice("pad_inline", {1, 0}) : 0;
+
+  Schedule s = create_schedule({out});
+  Tensor CC = s.cache_write(out, "local");
+  schedule::Stage so = s[out], acc = s[CC];
+  auto ohp = cfg.apply_split("tile_oh", so, so.axis(2));
+  auto owp = cfg.apply_split("tile_ow", so, so.axis(3));
+  so.reorder({so.axis(0), so.axis(1), ohp[0], owp[0], ohp[1], owp[1]});
+  so.parallel(so.fuse(so.axis(0), so.axis(1)));
+  so.vectorize(owp[1]);
+
+  acc.compute_at(so, owp[0]);
+  te::IterVar ry = acc.reduce_axis(0), rx = acc.reduce_axis(1);
+  acc.reorder({acc.axis(0), acc.axis(1), ry, rx, acc.axis(2), acc.axis(3)});
+  cfg.apply_annotate("unroll_rx", acc, rx);
+  acc.unroll(acc.axis(2));
+  acc.vectorize(acc.axis(3));
+
+  if (has_pad) {
+    Tensor pad = tmpl::find_input(out, "pad");
+    if (pad_inline) {
+      s[pad].compute_inline();
+    } else {
+      s[pad].parallel(s[pad].fuse(s[pad].axis(0), s[pad].axis(1)));
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+Template depthwise_conv2d_nchw_template() {
+  Template t;
+  t.name = "depthwise_conv2d_nchw";
+  t.shape_doc = "N,C,H,W,R,S (attrs stride, pad)";
+  t.doc = "depthwise 2-D convolution (multiplier 1), NCHW data, C1RS kernel, float32";
+  t.check = check;
+  t.flop = [](const records::Workload& w) {
+    Dims d = dims(w);
+    return 2.0 * double(d.N) * double(d.C) * double(d.OH) * double(d.OW) * double(d.R) * double(d.S);
+  };
+  t.compute = compute;
+  t.schedule = schedule_depthwise;
+  t.default_config = [](const ConfigSpace& sp) {
+    tmpl::Preferences p;
+    p.values["tile_oh"] = {-1, 2};
+    p.values["tile_ow"] = {-1, 16};
+    p.values["pad_inline"] = {1};
+    p.labels["unroll_rx"] = "unroll";
+    return tmpl::closest_config(sp, p);
+  };
+  return t;
+}
+
+}  // namespace loom::tuner

@@ -1,0 +1,66 @@
+// The built-in schedule templates and the helpers they share (private to the tuner).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loom/loom.h"
+#include "loom/tuner/task.h"
+
+namespace loom::tuner {
+
+/// Every built-in template, as registered on first use of the registry.
+std::vector<Template> builtin_templates();
+
+Template matmul_template();
+Template batch_matmul_template();
+Template dense_bias_relu_template();
+Template conv2d_nchw_template();
+Template depthwise_conv2d_nchw_template();
+Template softmax_template();
+
+namespace tmpl {
+
+/// Output channels and columns are packed in blocks of this many floats (one AVX-512 vector).
+inline constexpr int64_t kBlock = 16;
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Checks that `w` has float32 dtype and `names.size()` positive sizes (names like {"M","N","K"}).
+void check_shape(const records::Workload& w, const std::vector<std::string>& names);
+/// An integer attribute of `w` (default `def` when absent); throws if not an integer >= lo.
+int64_t int_attr(const records::Workload& w, const std::string& key, int64_t def, int64_t lo);
+
+/// The tensor named `name` among the inputs of `t`'s operation, searched transitively.
+te::Tensor find_input(const te::Tensor& t, const std::string& name);
+
+/// Preferred values for a default config: split knobs take the value whose inner parts are
+/// closest (in log scale) to the given ones; choice/reorder knobs an equal value; annotate
+/// knobs the given label. Knobs without a preference keep their first value.
+struct Preferences {
+  std::map<std::string, std::vector<int64_t>> values;
+  std::map<std::string, std::string> labels;
+};
+int64_t closest_config(const ConfigSpace& space, const Preferences& prefs);
+
+/// tile_x candidates: [-1, outer, bn] with bn a multiple of kBlock up to 64 and outer a power
+/// of two, both fitting into `extent` rounded up to kBlock.
+SplitOptions block_split_options(int64_t extent);
+
+/// The blocked-GEMM schedule shared by matmul, batch_matmul and dense: `out` is tiled
+/// (tile_y over `y`, tile_x over `x`), its outer tiles fused (with `batch`, if defined) and
+/// run in parallel; `acc`, the stage that accumulates over `acc_k`, is computed at the
+/// register tile, its k loop split by tile_k with the inner part unrolled (unroll_k), the
+/// tile's rows unrolled and its columns vectorized in blocks of kBlock.
+void schedule_gemm(ConfigContext& cfg, schedule::Stage out, const te::IterVar& batch, const te::IterVar& y,
+                   const te::IterVar& x, int64_t M, int64_t N, int64_t K, schedule::Stage acc,
+                   const std::vector<te::IterVar>& acc_outer, const te::IterVar& acc_y, const te::IterVar& acc_x,
+                   const te::IterVar& acc_k);
+/// Default knob values of schedule_gemm.
+Preferences gemm_preferences();
+
+/// A packing stage [.., blocks, K, kBlock]: vectorized innermost, outer axes fused and parallel.
+void schedule_pack(schedule::Stage pack);
+
+}  // namespace tmpl
+}  // namespace loom::tuner

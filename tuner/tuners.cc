@@ -1,0 +1,265 @@
+// The tuning loop shared by every tuner, and the random, grid and genetic tuners.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <unordered_set>
+
+#include "loom/tuner/tuner.h"
+
+#ifndef LOOM_VERSION
+#define LOOM_VERSION "unknown"
+#endif
+
+namespace loom::tuner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Up to n distinct unmeasured random configs (fewer when the space runs out).
+std::vector<int64_t> sample_unmeasured(std::mt19937_64& rng, int64_t size, int n,
+                                       const std::function<bool(int64_t)>& measured) {
+  std::vector<int64_t> out;
+  if (size <= 0 || n <= 0) return out;
+  std::unordered_set<int64_t> taken;
+  std::uniform_int_distribution<int64_t> dist(0, size - 1);
+  int misses = 0;
+  while (int(out.size()) < n && misses < 64 + 4 * n) {
+    int64_t c = dist(rng);
+    if (measured(c) || !taken.insert(c).second) {
+      ++misses;
+      continue;
+    }
+    out.push_back(c);
+  }
+  if (int(out.size()) < n && size <= (int64_t(1) << 22)) {
+    int64_t start = dist(rng);
+    for (int64_t i = 0; i < size && int(out.size()) < n; ++i) {
+      int64_t c = (start + i) % size;
+      if (!measured(c) && taken.insert(c).second) out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string format_seconds(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  if (s < 60) return fmt::format("{:.1f} s", s);
+  if (s < 3600) return fmt::format("{}m{:02d}s", int(s) / 60, int(s) % 60);
+  return fmt::format("{}h{:02d}m", int(s) / 3600, (int(s) % 3600) / 60);
+}
+
+bool stream_is_terminal(const std::ostream* os) {
+  if (os == &std::cerr || os == &std::clog) return ::isatty(2) != 0;
+  if (os == &std::cout) return ::isatty(1) != 0;
+  return false;
+}
+
+const std::string& cached_cpu_name() {
+  static const std::string name = host_cpu_name();
+  return name;
+}
+
+}  // namespace
+
+Tuner::Tuner(Task task) : task_(std::move(task)) {}
+Tuner::~Tuner() = default;
+
+void Tuner::reset(const TuneOptions&) {}
+void Tuner::update(const std::vector<int64_t>&, const std::vector<records::MeasureResult>&) {}
+
+records::Record Tuner::make_record(int64_t index, const records::MeasureResult& r) const {
+  records::Record rec;
+  rec.workload = task_.workload();
+  rec.target = task_.target().str();
+  rec.target_cpu = cached_cpu_name();
+  rec.target_features = task_.target().get("mattr");
+  rec.flop = task_.flop();
+  rec.config = task_.space().get(index).to_record();
+  rec.result = r;
+  rec.tuner = name();
+  rec.loom_version = LOOM_VERSION;
+  return rec;
+}
+
+TuneSummary Tuner::tune(const TuneOptions& opt) {
+  LOOM_CHECK(opt.batch_size >= 1, "TuneOptions: batch_size must be at least 1, got {}", opt.batch_size);
+  LOOM_CHECK(opt.n_trial >= 0, "TuneOptions: n_trial must not be negative, got {}", opt.n_trial);
+  const auto t_start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
+  rng_.seed(opt.seed);
+  measured_.clear();
+  history_.clear();
+  reset(opt);
+
+  TuneSummary sum;
+  auto consider = [&](const records::Record& r) {
+    if (!r.valid()) return false;
+    if (sum.best && sum.best->result.mean_cost() <= r.result.mean_cost()) return false;
+    sum.best = r;
+    return true;
+  };
+
+  if (opt.resume && !opt.log_file.empty() && std::filesystem::exists(opt.log_file)) {
+    records::LogContents log = records::read_log(opt.log_file, opt.progress);
+    std::vector<int64_t> idx;
+    std::vector<records::MeasureResult> res;
+    const std::string target = task_.target().str();
+    for (const records::Record& r : log.records) {
+      if (r.workload.key() != task_.key() || r.target != target) continue;
+      int64_t index;
+      try {
+        index = task_.space().from_record(r.config).index();
+      } catch (const std::exception&) {
+        continue;
+      }
+      consider(r);
+      if (!measured_.insert(index).second) continue;
+      history_.emplace_back(index, r.valid() ? r.result.mean_cost() : INFINITY);
+      idx.push_back(index);
+      res.push_back(r.result);
+    }
+    sum.resumed = int(idx.size());
+    if (!idx.empty()) update(idx, res);
+    if (opt.progress)
+      *opt.progress << fmt::format("[{}] {}: resumed {} trials from {}\n", name(), task_.key(), sum.resumed,
+                                   opt.log_file);
+  }
+
+  std::unique_ptr<records::LogWriter> writer;
+  if (!opt.log_file.empty()) writer = std::make_unique<records::LogWriter>(opt.log_file);
+  const bool live = opt.progress && stream_is_terminal(opt.progress);
+  auto report = [&](bool final_line) {
+    if (!opt.progress) return;
+    double t = elapsed();
+    double eta = sum.trials > 0 ? t / sum.trials * (opt.n_trial - sum.trials) : NAN;
+    std::string line = fmt::format("[{}] {}: {}/{} trials, best {:.2f} GFLOP/s, {} errors, {} elapsed, ETA {}",
+                                   name(), task_.key(), sum.trials, opt.n_trial, sum.best_gflops(), sum.errors,
+                                   format_seconds(t), final_line ? format_seconds(0) : format_seconds(eta));
+    if (live) *opt.progress << '\r' << line << "\x1b[K" << std::flush;
+    else *opt.progress << line << '\n';
+  };
+
+  if (opt.n_trial > 0) {
+    Measurer measurer(task_, opt.measure);
+    int last_improvement = 0;
+    while (sum.trials < opt.n_trial) {
+      if (opt.early_stopping >= 0 && sum.trials - last_improvement >= opt.early_stopping) break;
+      int n = std::min(opt.batch_size, opt.n_trial - sum.trials);
+      std::vector<int64_t> proposed = next_batch(n), batch;
+      std::unordered_set<int64_t> seen;
+      for (int64_t i : proposed) {
+        if (int(batch.size()) < n && i >= 0 && i < space_size() && !is_measured(i) && seen.insert(i).second)
+          batch.push_back(i);
+      }
+      if (batch.empty()) break;  // the space is exhausted
+      std::vector<records::MeasureResult> results = measurer.measure(batch);
+      for (size_t k = 0; k < batch.size(); ++k) {
+        measured_.insert(batch[k]);
+        const records::MeasureResult& r = results[k];
+        bool ok = r.error == records::ErrorCode::kNoError && !r.costs.empty();
+        history_.emplace_back(batch[k], ok ? r.mean_cost() : INFINITY);
+        records::Record rec = make_record(batch[k], r);
+        if (writer) writer->write(rec);
+        ++sum.trials;
+        if (!ok) {
+          ++sum.errors;
+          ++sum.errors_by_code[r.error];
+        }
+        if (consider(rec)) last_improvement = sum.trials;
+      }
+      update(batch, results);
+      report(false);
+    }
+  }
+  sum.elapsed_s = elapsed();
+  if (opt.progress) {
+    if (live) *opt.progress << '\n';
+    std::string errs;
+    for (const auto& [code, count] : sum.errors_by_code) {
+      errs += fmt::format("{}{} {}", errs.empty() ? "" : ", ", count, records::to_string(code));
+    }
+    *opt.progress << fmt::format("[{}] {}: done, {} trials ({} errors{}{}) in {}; best {:.2f} GFLOP/s{}\n", name(),
+                                 task_.key(), sum.trials, sum.errors, errs.empty() ? "" : ": ", errs,
+                                 format_seconds(sum.elapsed_s), sum.best_gflops(),
+                                 sum.best ? fmt::format(" (config {})", sum.best->config.index) : "");
+  }
+  return sum;
+}
+
+// ---------------------------------------------------------------- random and grid
+
+std::vector<int64_t> RandomTuner::next_batch(int n) {
+  return sample_unmeasured(rng_, space_size(), n, [&](int64_t i) { return is_measured(i); });
+}
+
+void GridTuner::reset(const TuneOptions&) { next_ = 0; }
+
+std::vector<int64_t> GridTuner::next_batch(int n) {
+  std::vector<int64_t> out;
+  for (; next_ < space_size() && int(out.size()) < n; ++next_) {
+    if (!is_measured(next_)) out.push_back(next_);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- genetic
+
+GATuner::GATuner(Task task, GAOptions opt) : Tuner(std::move(task)), ga_(opt) {
+  LOOM_CHECK(ga_.population >= 2, "GAOptions: population must be at least 2, got {}", ga_.population);
+  LOOM_CHECK(ga_.elite >= 1 && ga_.elite <= ga_.population, "GAOptions: elite must be in [1, population], got {}",
+             ga_.elite);
+}
+
+std::vector<int64_t> GATuner::next_batch(int n) {
+  auto measured = [&](int64_t i) { return is_measured(i); };
+  std::vector<std::pair<int64_t, double>> pop;
+  for (const auto& [idx, cost] : history()) {
+    if (std::isfinite(cost) && cost > 0) pop.emplace_back(idx, cost);
+  }
+  if (pop.size() < 2) return sample_unmeasured(rng_, space_size(), n, measured);
+  std::sort(pop.begin(), pop.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second < b.second : a.first < b.first;
+  });
+  if (pop.size() > size_t(ga_.population)) pop.resize(size_t(ga_.population));
+  std::vector<double> fitness;
+  for (const auto& p : pop) fitness.push_back(pop[0].second / p.second + 1e-3);
+  std::discrete_distribution<size_t> roulette(fitness.begin(), fitness.end());
+  std::uniform_int_distribution<size_t> elite(0, std::min(pop.size(), size_t(ga_.elite)) - 1);
+  std::uniform_real_distribution<double> coin(0, 1);
+
+  const ConfigSpace& space = task_.space();
+  const auto& knobs = space.knobs();
+  std::vector<int64_t> out;
+  std::unordered_set<int64_t> taken;
+  for (int attempt = 0; int(out.size()) < n && attempt < 20 * n + 100; ++attempt) {
+    std::vector<int> a = space.get(pop[elite(rng_)].first).choices();
+    std::vector<int> b = space.get(pop[roulette(rng_)].first).choices();
+    std::vector<int> child(a.size());
+    for (size_t k = 0; k < a.size(); ++k) {
+      child[k] = coin(rng_) < 0.5 ? a[k] : b[k];
+      if (coin(rng_) < ga_.mutation_prob && knobs[k].values.size() > 1)
+        child[k] = std::uniform_int_distribution<int>(0, int(knobs[k].values.size()) - 1)(rng_);
+    }
+    int64_t idx = space.index_of(child);
+    if (!measured(idx) && taken.insert(idx).second) out.push_back(idx);
+  }
+  if (int(out.size()) < n) {
+    auto extra = sample_unmeasured(rng_, space_size(), n - int(out.size()),
+                                   [&](int64_t i) { return measured(i) || taken.count(i) != 0; });
+    out.insert(out.end(), extra.begin(), extra.end());
+  }
+  return out;
+}
+
+std::unique_ptr<Tuner> make_tuner(const std::string& name, const Task& task) {
+  if (name == "xgb") return std::make_unique<XGBTuner>(task);
+  if (name == "random") return std::make_unique<RandomTuner>(task);
+  if (name == "grid") return std::make_unique<GridTuner>(task);
+  if (name == "ga") return std::make_unique<GATuner>(task);
+  fail("unknown tuner '{}' (expected xgb, random, grid or ga)", name);
+}
+
+}  // namespace loom::tuner

@@ -1,0 +1,173 @@
+// XGBCostModel: the one file that talks to XGBoost.
+#include <xgboost/c_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "loom/tuner/cost_model.h"
+#include "loom/tuner/features.h"
+
+namespace loom::tuner {
+namespace {
+
+void xgb_check(int status, const char* what) {
+  LOOM_CHECK(status == 0, "XGBoost {} failed: {}", what, XGBGetLastError());
+}
+
+/// A dense matrix of the rows, padded (or cut) to `ncol`; owns its handle.
+struct DMatrix {
+  DMatrixHandle h = nullptr;
+  DMatrix(const std::vector<std::vector<float>>& xs, size_t ncol) {
+    std::vector<float> flat(xs.size() * ncol, 0.0f);
+    for (size_t r = 0; r < xs.size(); ++r) {
+      std::copy_n(xs[r].begin(), std::min(ncol, xs[r].size()), flat.begin() + long(r * ncol));
+    }
+    xgb_check(XGDMatrixCreateFromMat_omp(flat.data(), bst_ulong(xs.size()), bst_ulong(ncol), NAN, &h, 1),
+              "XGDMatrixCreateFromMat");
+  }
+  ~DMatrix() {
+    if (h) XGDMatrixFree(h);
+  }
+  DMatrix(const DMatrix&) = delete;
+  DMatrix& operator=(const DMatrix&) = delete;
+};
+
+}  // namespace
+
+std::vector<float> normalized_throughput(const std::vector<double>& costs) {
+  double best = 0;
+  for (double c : costs) {
+    if (std::isfinite(c) && c > 0) best = std::max(best, 1.0 / c);
+  }
+  std::vector<float> ys(costs.size(), 0.0f);
+  if (best <= 0) return ys;
+  for (size_t i = 0; i < costs.size(); ++i) {
+    if (std::isfinite(costs[i]) && costs[i] > 0) ys[i] = float((1.0 / costs[i]) / best);
+  }
+  return ys;
+}
+
+XGBCostModel::XGBCostModel(XGBOptions opt) : opt_(std::move(opt)) {
+  LOOM_CHECK(opt_.objective == "rank:pairwise" || opt_.objective == "reg:squarederror",
+             "XGBCostModel: objective must be 'rank:pairwise' or 'reg:squarederror', got '{}'", opt_.objective);
+  LOOM_CHECK(opt_.num_rounds >= 1, "XGBCostModel: num_rounds must be at least 1, got {}", opt_.num_rounds);
+}
+
+XGBCostModel::~XGBCostModel() {
+  if (booster_) XGBoosterFree(static_cast<BoosterHandle>(booster_));
+}
+
+void XGBCostModel::fit(const std::vector<std::vector<float>>& xs, const std::vector<double>& costs) {
+  LOOM_CHECK(xs.size() == costs.size(), "XGBCostModel::fit: {} feature vectors but {} costs", xs.size(),
+             costs.size());
+  std::vector<float> ys = normalized_throughput(costs);
+  bool any_valid = std::any_of(ys.begin(), ys.end(), [](float y) { return y > 0; });
+  if (!any_valid && hist_x_.empty()) return;  // nothing to learn from yet
+
+  std::vector<std::vector<float>> all_x = hist_x_;
+  std::vector<float> all_y = hist_y_;
+  std::vector<unsigned> groups = hist_groups_;
+  if (!xs.empty()) {
+    all_x.insert(all_x.end(), xs.begin(), xs.end());
+    all_y.insert(all_y.end(), ys.begin(), ys.end());
+    groups.push_back(unsigned(xs.size()));
+  }
+  train(all_x, all_y, groups);
+}
+
+void XGBCostModel::train(const std::vector<std::vector<float>>& xs, const std::vector<float>& ys,
+                         const std::vector<unsigned>& groups) {
+  if (xs.empty()) return;
+  num_features_ = 0;
+  for (const auto& x : xs) num_features_ = std::max(num_features_, x.size());
+  DMatrix d(xs, num_features_);
+  xgb_check(XGDMatrixSetFloatInfo(d.h, "label", ys.data(), bst_ulong(ys.size())), "XGDMatrixSetFloatInfo");
+  if (opt_.objective == "rank:pairwise")
+    xgb_check(XGDMatrixSetGroup(d.h, groups.data(), bst_ulong(groups.size())), "XGDMatrixSetGroup");
+
+  if (booster_) XGBoosterFree(static_cast<BoosterHandle>(booster_));
+  booster_ = nullptr;
+  BoosterHandle b = nullptr;
+  xgb_check(XGBoosterCreate(&d.h, 1, &b), "XGBoosterCreate");
+  const std::map<std::string, std::string> params = {
+      {"nthread", "1"},
+      {"verbosity", "0"},
+      {"objective", opt_.objective},
+      {"max_depth", std::to_string(opt_.max_depth)},
+      {"eta", fmt::format("{}", opt_.eta)},
+      {"gamma", fmt::format("{}", opt_.gamma)},
+      {"min_child_weight", fmt::format("{}", opt_.min_child_weight)},
+      {"subsample", "1"},
+      {"lambda", "1"},
+      {"alpha", "0"},
+      {"tree_method", "exact"},
+      {"seed", std::to_string(opt_.seed)},
+  };
+  for (const auto& [k, v] : params) {
+    int st = XGBoosterSetParam(b, k.c_str(), v.c_str());
+    if (st != 0) {
+      XGBoosterFree(b);
+      xgb_check(st, "XGBoosterSetParam");
+    }
+  }
+  for (int it = 0; it < opt_.num_rounds; ++it) {
+    int st = XGBoosterUpdateOneIter(b, it, d.h);
+    if (st != 0) {
+      XGBoosterFree(b);
+      xgb_check(st, "XGBoosterUpdateOneIter");
+    }
+  }
+  booster_ = b;
+}
+
+std::vector<double> XGBCostModel::predict(const std::vector<std::vector<float>>& xs) const {
+  std::vector<double> out(xs.size(), 0.0);
+  if (!booster_ || xs.empty()) return out;
+  DMatrix d(xs, num_features_);
+  bst_ulong len = 0;
+  const float* res = nullptr;
+  xgb_check(XGBoosterPredict(static_cast<BoosterHandle>(booster_), d.h, 0, 0, 0, &len, &res), "XGBoosterPredict");
+  LOOM_ICHECK(len == xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) out[i] = double(res[i]);
+  return out;
+}
+
+int XGBCostModel::load_history(const Task& task, const std::vector<records::Record>& recs) {
+  // Group by workload; each group's targets are normalized by its own best.
+  std::map<std::string, std::vector<const records::Record*>> by_workload;
+  Target target = task.target();
+  for (const records::Record& r : recs) {
+    if (r.workload.op != task.workload().op) continue;
+    try {
+      if (Target(r.target).kind() != target.kind()) continue;
+    } catch (const std::exception&) {
+      continue;
+    }
+    by_workload[r.workload.key()].push_back(&r);
+  }
+  int used = 0;
+  for (const auto& [key, group] : by_workload) {
+    std::vector<std::vector<float>> xs;
+    std::vector<double> costs;
+    for (const records::Record* r : group) {
+      try {
+        ConfigEntity e = task.space().from_record(r->config);
+        xs.push_back(extract_features(task, e));
+        costs.push_back(r->valid() ? r->result.mean_cost() : INFINITY);
+      } catch (const std::exception&) {
+        continue;  // does not fit (or cannot be built on) this task
+      }
+    }
+    std::vector<float> ys = normalized_throughput(costs);
+    if (xs.empty() || std::none_of(ys.begin(), ys.end(), [](float y) { return y > 0; })) continue;
+    hist_x_.insert(hist_x_.end(), xs.begin(), xs.end());
+    hist_y_.insert(hist_y_.end(), ys.begin(), ys.end());
+    hist_groups_.push_back(unsigned(xs.size()));
+    used += int(xs.size());
+  }
+  if (used > 0) train(hist_x_, hist_y_, hist_groups_);
+  return used;
+}
+
+}  // namespace loom::tuner

@@ -1,0 +1,73 @@
+// XGBTuner: cost-model-guided search (XGBoost model + simulated annealing).
+#include <cmath>
+#include <limits>
+
+#include "loom/tuner/features.h"
+#include "loom/tuner/tuner.h"
+
+namespace loom::tuner {
+
+XGBTuner::XGBTuner(Task task, XGBTunerOptions opt) : Tuner(std::move(task)), xopt_(std::move(opt)) {}
+XGBTuner::~XGBTuner() = default;
+
+void XGBTuner::reset(const TuneOptions& opt) {
+  XGBOptions mopt = xopt_.model;
+  mopt.seed = opt.seed;
+  model_ = std::make_unique<XGBCostModel>(mopt);
+  explorer_ = std::make_unique<SimulatedAnnealingExplorer>(task_.space(), xopt_.explorer, opt.seed);
+  feature_cache_.clear();
+  for (const std::string& path : opt.transfer_from) {
+    records::LogContents log = records::read_log(path, opt.progress);
+    int used = model_->load_history(task_, log.records);
+    if (opt.progress)
+      *opt.progress << fmt::format("[{}] {}: transfer learning from {} records of {}\n", name(), task_.key(), used,
+                                   path);
+  }
+}
+
+const std::vector<float>& XGBTuner::features(int64_t index) {
+  auto it = feature_cache_.find(index);
+  if (it != feature_cache_.end()) return it->second;
+  std::vector<float> f;
+  try {
+    f = extract_features(task_, task_.space().get(index));
+  } catch (const Error&) {
+    f.clear();  // cannot be instantiated or lowered
+  }
+  return feature_cache_.emplace(index, std::move(f)).first->second;
+}
+
+std::vector<double> XGBTuner::score(const std::vector<int64_t>& indices) {
+  std::vector<double> out(indices.size(), -std::numeric_limits<double>::infinity());
+  std::vector<std::vector<float>> xs;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const auto& f = features(indices[i]);
+    if (f.empty()) continue;
+    xs.push_back(f);
+    where.push_back(i);
+  }
+  std::vector<double> p = model_->predict(xs);
+  for (size_t k = 0; k < where.size(); ++k) out[where[k]] = p[k];
+  return out;
+}
+
+void XGBTuner::update(const std::vector<int64_t>&, const std::vector<records::MeasureResult>&) {
+  std::vector<std::vector<float>> xs;
+  std::vector<double> costs;
+  for (const auto& [idx, cost] : history()) {
+    const auto& f = features(idx);
+    if (f.empty()) continue;
+    xs.push_back(f);
+    costs.push_back(cost);
+  }
+  model_->fit(xs, costs);
+}
+
+std::vector<int64_t> XGBTuner::next_batch(int n) {
+  auto measured = [&](int64_t i) { return is_measured(i); };
+  if (!model_->trained()) return explorer_->random_unvisited(n, measured, {});
+  return explorer_->next_batch(n, [&](const std::vector<int64_t>& idx) { return score(idx); }, measured);
+}
+
+}  // namespace loom::tuner
