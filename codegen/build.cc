@@ -2,12 +2,13 @@
 #include "loom/codegen/build.h"
 
 #include "llvm/build_llvm.h"
+#include "loom/codegen/cuda.h"
 #include "loom/runtime/error.h"
 
 namespace loom::codegen {
 
 runtime::Module build(const std::vector<lower::LoweredFunc>& funcs, const Target& target) {
-  if (target.is_cuda()) fail("target 'cuda': the CUDA backend is not built yet");
+  if (target.is_cuda()) return build_cuda(funcs, target);
   LOOM_CHECK(target.is_cpu(), "build: target \"{}\" has no code generator", target.str());
   for (const auto& f : funcs)
     LOOM_CHECK(f.body.defined(), "build: function '{}' has no body", f.name);

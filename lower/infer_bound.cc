@@ -74,10 +74,21 @@ std::vector<Range> required_region(const StageNode& producer, const StageNode& c
       per_dim[d].push_back(te::eval_set(te::substitute(load->indices[d], root_subst), leaf_sets));
     }
   }
+  // Thread-bound loops of the stages that enclose the consumer (it is computed inside them)
+  // are relaxed too: shared memory covers what all threads of the block read.
+  te::IntSetMap outer;
+  for (const StageNode* in = &consumer; in->attach_type == AttachType::kScope; in = in->attach_stage.get()) {
+    const StageNode& at = *in->attach_stage.get();
+    for (const te::IterVar& leaf : at.leaf_iter_vars) {
+      if (needs_relax(at, leaf, scope)) outer[leaf.var().get()] = te::IntSet::from_range(bounds.at(leaf.get()));
+      if (leaf == in->attach_ivar) break;
+    }
+  }
   std::vector<Range> region;
   for (size_t d = 0; d < ndim; ++d) {
     const te::IterVar& axis = producer.op->axis[d];
     te::IntSet u = per_dim[d].empty() ? te::IntSet::everything() : te::union_sets(per_dim[d]);
+    if (!outer.empty() && u.is_bounded()) u = {te::eval_set(u.min, outer).min, te::eval_set(u.max, outer).max};
     region.push_back(u.is_bounded() ? u.to_range() : axis->dom);
   }
   return region;

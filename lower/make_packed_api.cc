@@ -18,7 +18,7 @@ Expr i32(int64_t v) { return te::make_const(DataType::Int(32), v); }
 
 }  // namespace
 
-LoweredFunc make_packed_api(LoweredFunc f) {
+LoweredFunc make_packed_api(LoweredFunc f, int device_type) {
   LOOM_CHECK(!f.packed, "make_packed_api: function '{}' is already packed", f.name);
   std::vector<Stmt> prologue;
   auto check = [&](Expr cond, std::string msg) { prologue.push_back(make_stmt<AssertStmtNode>(cond, msg, no_op())); };
@@ -29,8 +29,10 @@ LoweredFunc make_packed_api(LoweredFunc f) {
     std::string who = fmt::format("{}: argument {} ('{}')", f.name, ai, a.name);
     const Var& h = a.handle;
     check(!intrin(DataType::Bool(), "loom.handle_is_null", {h}), who + " is null");
-    check(intrin(DataType::Int(32), "loom.dltensor_device_type", {h}) == i32(kDLCPU),
-          who + " must be on the CPU (device type kDLCPU)");
+    check(intrin(DataType::Int(32), "loom.dltensor_device_type", {h}) == i32(device_type),
+          device_type == kDLCPU ? who + " must be on the CPU (device type kDLCPU)"
+                                : fmt::format("{} must be on the GPU (device type {})", who,
+                                              device_type == kDLCUDA ? "kDLCUDA" : std::to_string(device_type)));
     check(intrin(DataType::Int(32), "loom.dltensor_ndim", {h}) == i32(int64_t(a.shape.size())),
           fmt::format("{} has the wrong number of dimensions: must be {}", who, a.shape.size()));
     std::string dt = fmt::format("{} has the wrong dtype: must be {}", who, a.dtype.str());

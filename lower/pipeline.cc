@@ -71,23 +71,38 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
 
   inline_stages(s);
   f.args = make_buffer_args(s, args, name);
+  const bool gpu = opts.target.is_cuda();
+  if (gpu) infer_gpu_scope(s);
   BoundMap bounds = infer_bound(s);
   step("schedule_ops", schedule_ops(s, bounds));
   step("strip_arg_realize", StripArgRealize(f.args).mutate(f.body));
+  if (gpu) check_thread_binding(f.body);
   step("simplify", simplify(f.body));
   step("storage_flatten", storage_flatten(f.body, f.args));
   step("simplify", simplify(f.body));
-  step("loop_partition", loop_partition(f.body));
-  step("simplify", simplify(f.body));
+  if (!gpu) {
+    step("loop_partition", loop_partition(f.body));
+    step("simplify", simplify(f.body));
+  }
   step("vectorize_loops", vectorize_loops(f.body));
+  if (gpu) step("inject_virtual_thread", inject_virtual_thread(f.body));
   step("storage_rewrite", storage_rewrite(f.body));
   step("unroll_loops", unroll_loops(f.body));
   step("simplify", simplify(f.body));
   step("remove_no_op", remove_no_op(f.body));
   step("predicate_select_loads", predicate_select_loads(f.body));
+  if (gpu) step("thread_sync", thread_sync(f.body));
   if (opts.skip_packed_api) return f;
-  f = make_packed_api(std::move(f));
+  f = make_packed_api(std::move(f), gpu ? kDLCUDA : kDLCPU);
   if (opts.print_after_all) *opts.print_after_all << "// ---- after make_packed_api\n" << f.body << "\n";
+  if (gpu) {
+    f = split_host_device(std::move(f));
+    if (opts.print_after_all) {
+      *opts.print_after_all << "// ---- after split_host_device\n" << f.body << "\n";
+      for (const DeviceFunc& k : f.device_funcs) *opts.print_after_all << "// kernel " << k.name << "\n" << k.body << "\n";
+    }
+    verify_gpu(f);
+  }
   return f;
 }
 

@@ -148,7 +148,10 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
     while (sum.trials < opt.n_trial) {
       if (opt.early_stopping >= 0 && sum.trials - last_improvement >= opt.early_stopping) break;
       int n = std::min(opt.batch_size, opt.n_trial - sum.trials);
-      std::vector<int64_t> proposed = next_batch(n), batch;
+      std::vector<int64_t> proposed, batch;
+      if (opt.include_default && !is_measured(task_.default_index())) proposed.push_back(task_.default_index());
+      std::vector<int64_t> more = next_batch(n - int(proposed.size()));
+      proposed.insert(proposed.end(), more.begin(), more.end());
       std::unordered_set<int64_t> seen;
       for (int64_t i : proposed) {
         if (int(batch.size()) < n && i >= 0 && i < space_size() && !is_measured(i) && seen.insert(i).second)

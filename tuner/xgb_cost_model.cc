@@ -84,7 +84,7 @@ void XGBCostModel::train(const std::vector<std::vector<float>>& xs, const std::v
   DMatrix d(xs, num_features_);
   xgb_check(XGDMatrixSetFloatInfo(d.h, "label", ys.data(), bst_ulong(ys.size())), "XGDMatrixSetFloatInfo");
   if (opt_.objective == "rank:pairwise")
-    xgb_check(XGDMatrixSetGroup(d.h, groups.data(), bst_ulong(groups.size())), "XGDMatrixSetGroup");
+    xgb_check(XGDMatrixSetUIntInfo(d.h, "group", groups.data(), bst_ulong(groups.size())), "XGDMatrixSetUIntInfo");
 
   if (booster_) XGBoosterFree(static_cast<BoosterHandle>(booster_));
   booster_ = nullptr;

@@ -17,7 +17,7 @@ inline std::vector<te::Tensor> vec_compute(int64_t n, const std::function<te::Ex
 
 /// "test_faulty": C = 2A on n elements with a "mode" knob: 0 fine, 1 the schedule function
 /// never returns (build timeout), 2 it aborts (the worker dies while building), 3 it
-/// schedules a different computation than the task's output (wrong answer), 4 the template
+/// changes the computation slightly (wrong answer), 4 the template
 /// rejects the config (instantiation error); a "split" knob tiles the loop.
 inline void register_test_templates() {
   tuner::Template faulty;
@@ -39,10 +39,10 @@ inline void register_test_templates() {
       if (mode == 2) std::abort();
       if (mode == 4) throw tuner::InstantiationError("mode 4 is rejected");
       if (mode == 3) {
-        // Same name and shape, subtly different body: the task's own output is never written.
-        te::Tensor other = te::compute(C.shape(), [&](te::Var i) { return args[0](i) * 2.0f + 1e-2f; }, "C");
-        Schedule s = create_schedule({other});
-        return s;
+        // Emulates a schedule bug that changes what is computed: C's body (this instance's
+        // own copy, since compute runs for every instantiation) becomes 2A + 0.01.
+        auto* op = const_cast<te::OperationNode*>(C.op().get());
+        op->body[0] = args[0](op->axis[0].var()) * 2.0f + 0.01f;
       }
     }
     Schedule s = create_schedule({C});

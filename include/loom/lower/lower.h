@@ -20,6 +20,23 @@ struct BufferArg {
   Tensor tensor;  // the te tensor it binds
 };
 
+/// A kernel split off for a GPU by split_host_device. Its body is what one thread runs;
+/// thread and block indices appear as Vars named by their tag ("threadIdx.x", …), with no
+/// thread_extent attributes left: thread_vars[i] is the index of thread_extents[i].first.
+/// Shared and per-thread arrays are Allocate with scope "shared" / "local"; block barriers
+/// are Evaluate(call("loom.sync_threads")) (passes.h kSyncThreads).
+struct DeviceFunc {
+  std::string name;                 // "<func>_kernel0"
+  std::vector<Var> buffer_params;   // data pointers it uses (BufferArg::data vars), in order
+  std::vector<DataType> buffer_dtypes;  // element type of each buffer param
+  std::vector<Var> scalar_params;   // other free variables it uses (int32/int64)
+  /// Launch extents by tag: blockIdx.{x,y,z} → grid, threadIdx.{x,y,z} → block.
+  std::vector<std::pair<std::string, Expr>> thread_extents;
+  std::vector<Var> thread_vars;     // the Vars bound to each tag in `body`
+  int64_t shared_bytes = 0;         // static shared memory
+  Stmt body;
+};
+
 /// A function in loop IR. Before make_packed_api its body uses `args[i].data` directly;
 /// after, it begins by checking and unpacking each `args[i].handle`.
 struct LoweredFunc {
@@ -27,6 +44,9 @@ struct LoweredFunc {
   std::vector<BufferArg> args;
   Stmt body;
   bool packed = false;  // true after make_packed_api
+  /// GPU kernels; the host body launches them with Evaluate(call("loom.launch_kernel",
+  /// {StringImm(name), buffer params…, scalar params…})).
+  std::vector<DeviceFunc> device_funcs;
 };
 
 struct LowerOptions {

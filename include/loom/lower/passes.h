@@ -41,7 +41,42 @@ Stmt predicate_select_loads(const Stmt& s);
 /// Removes loops and branches with no effect, and stores of a value to itself.
 Stmt remove_no_op(const Stmt& s);
 /// The packed-call entry: checks every argument (null, ndim, shape, dtype, device,
-/// strides, byte offset, alignment) and unpacks data pointers.
-LoweredFunc make_packed_api(LoweredFunc f);
+/// strides, byte offset, alignment) and unpacks data pointers. `device_type` is the DLPack
+/// device the arguments must be on (kDLCPU = 1, kDLCUDA = 2 for cuda targets).
+LoweredFunc make_packed_api(LoweredFunc f, int device_type = 1);
+
+// ---- GPU (target cuda)
+/// Intrinsic of a block-wide barrier: Evaluate(call(int32, "loom.sync_threads", {})), which
+/// CUDA code generation prints as __syncthreads().
+inline constexpr const char* kSyncThreads = "loom.sync_threads";
+/// Intrinsic the host body uses in place of a kernel: call(int32, "loom.launch_kernel",
+/// {StringImm(kernel name), buffer params…, scalar params…}) (see DeviceFunc).
+inline constexpr const char* kLaunchKernel = "loom.launch_kernel";
+
+/// Default storage scopes of stages computed inside kernels: "local" under threadIdx,
+/// "shared" under blockIdx only (changes the schedule's stages).
+void infer_gpu_scope(schedule::Schedule& s);
+/// Throws loom::Error naming the first stage whose stores are not under a thread_extent.
+void check_thread_binding(const Stmt& s);
+/// Removes vthread attributes: the work of each virtual thread is interleaved in the one
+/// real thread, buffers allocated under it are expanded per virtual thread.
+Stmt inject_virtual_thread(const Stmt& s);
+/// Inserts kSyncThreads barriers between conflicting accesses to "shared" buffers.
+Stmt thread_sync(const Stmt& s);
+/// Cuts each outermost thread_extent region into a DeviceFunc of f.device_funcs, leaving
+/// a kLaunchKernel call in the host body.
+LoweredFunc split_host_device(LoweredFunc f);
+
+/// What one GPU can run (defaults: CUDA compute capability 7.0 and later).
+struct GpuLimits {
+  int64_t max_threads_per_block = 1024;
+  int64_t max_shared_bytes = 48 * 1024;
+  int64_t max_thread_x = 1024, max_thread_y = 1024, max_thread_z = 64;
+  int64_t max_grid_x = 2147483647, max_grid_yz = 65535;
+  /// Per-thread "local" arrays: 255 registers of 4 bytes.
+  int64_t max_local_bytes = 255 * 4;
+};
+/// Throws loom::Error naming the kernel and the limit when a kernel of `f` exceeds `limits`.
+void verify_gpu(const LoweredFunc& f, const GpuLimits& limits = {});
 
 }  // namespace loom::lower

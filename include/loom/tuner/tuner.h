@@ -31,6 +31,9 @@ struct TuneOptions {
   /// Reads log_file first: configs already there for this task are never measured again,
   /// and the tuner learns from them before its first batch.
   bool resume = false;
+  /// Measure the template's default config first (unless already measured), so that the
+  /// result is never worse than the untuned default.
+  bool include_default = true;
   /// Other logs whose records of the same template seed the cost model (XGBTuner).
   std::vector<std::string> transfer_from;
   /// Progress and the final summary; null: silent.

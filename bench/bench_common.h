@@ -1,0 +1,44 @@
+// Helpers shared by the tuning benchmarks: argument parsing, timing, error checks, the FMA
+// peak test.
+#pragma once
+#include <loom/loom.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace loom::bench {
+
+std::vector<std::string> split_list(const std::string& s, char sep);
+/// A positive integer (loom::Error naming `what` otherwise).
+int parse_int(const std::string& s, const char* what);
+std::vector<int> parse_int_list(const std::string& s, const char* what);
+
+/// Seconds per call of each f: the median (or with `best`, the minimum) over `repeat` timed
+/// blocks. Each f gets two warm-up calls; then every round times each f in turn
+/// (interleaved, so that load from other processes falls on all alike), each block running
+/// as many calls as make it last at least min_repeat_ms, after a pause of settle_ms (so that
+/// the idle workers of the previous library's thread pool, which spin for a while, have gone
+/// to sleep).
+std::vector<double> interleaved_times(const std::vector<std::function<void()>>& fs, int repeat,
+                                      double min_repeat_ms = 20, double settle_ms = 0, bool best = false);
+
+/// max |c - ref| / max |ref| over n floats (inf if c has a NaN).
+double max_rel_err(const float* c, const float* ref, int64_t n);
+
+/// Fills n floats with NaN, so that an element a kernel fails to write cannot pass a check.
+void poison(float* p, int64_t n);
+
+/// Measured single-precision FMA throughput in GFLOP/s of `threads` threads together, each
+/// running independent vector FMAs for about `seconds` (AVX-512 when the CPU has it, else
+/// AVX2+FMA, else 0); the best of `bursts` such runs, so that a shared machine's load
+/// lowers it less. `isa` receives the instruction set used.
+double fma_peak_gflops(int threads, double seconds, int bursts, std::string* isa = nullptr);
+
+/// A file-name-safe form of a workload key: `conv2d_nchw(1,64,56,…;float32;pad=1)` →
+/// `conv2d_nchw_1_64_56_…_float32_pad_1`.
+std::string sanitize(const std::string& key);
+
+double geomean(const std::vector<double>& xs);
+
+}  // namespace loom::bench

@@ -1,0 +1,454 @@
+// How efficiently the tuners search: for each task and seed, the XGBoost, random and genetic
+// tuners get the same number of trials; each run's best-so-far curve gives the trials it
+// needed to reach 95% of the best config that ANY run found on that task. Then the cost
+// model's quality on held-out measured configs (fit on 80% of a task's records, predict the
+// other 20%: pairwise rank accuracy, top-1 and top-5 recall), and the throughput of tuning
+// (compile time per candidate, candidates measured per minute).
+//
+// One log per (task, tuner, seed) in --log-dir; a log that already holds --trials records of
+// its task is read instead of tuned again, so a rerun only reports.
+//
+//   bench/tune_efficiency [--log-dir DIR] [--trials N] [--seeds 0,1,2] [--tasks LIST]
+//                         [--tuners xgb,random,ga] [--batch B] [--min-repeat-ms MS] [--svg]
+#include <loom/loom.h>
+#include <loom/records/log_tools.h>
+#include <loom/records/record.h>
+#include <loom/tuner/features.h>
+#include <loom/tuner/tuner.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+
+using namespace loom;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TaskSpec {
+  std::string name;  // short label
+  std::string op;
+  std::vector<int64_t> shape;
+  std::map<std::string, std::string> attrs;
+};
+
+const std::vector<TaskSpec>& all_tasks() {
+  static const std::vector<TaskSpec> t = {
+      {"matmul256", "matmul", {256, 256, 256}, {}},
+      {"matmul512", "matmul", {512, 512, 512}, {}},
+      {"conv_r18_c64", "conv2d_nchw", {1, 64, 28, 28, 64, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
+      {"dense_relu", "dense_bias_relu", {128, 512, 512}, {}},
+      {"depthwise", "depthwise_conv2d_nchw", {1, 128, 28, 28, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
+  };
+  return t;
+}
+
+struct Options {
+  std::string log_dir = "tune_efficiency_logs";
+  int trials = 64;
+  std::vector<int> seeds = {0, 1, 2};
+  std::vector<std::string> tasks = {"matmul256", "matmul512", "conv_r18_c64", "dense_relu", "depthwise"};
+  std::vector<std::string> tuners = {"xgb", "random", "ga"};
+  int batch = 8;
+  double min_repeat_ms = 10;
+  int splits = 5;
+  int compile_samples = 8;
+  bool svg = false;
+  bool verbose = false;
+  bool no_tune = false;  // only read the logs there are
+};
+
+void usage(const char* argv0) {
+  std::string names;
+  for (const TaskSpec& t : all_tasks()) names += (names.empty() ? "" : ",") + t.name;
+  std::printf(
+      "usage: %s [options]\n"
+      "  --log-dir DIR        logs, one per task, tuner and seed (default tune_efficiency_logs)\n"
+      "  --trials N           trials per run (default 64)\n"
+      "  --seeds LIST         seeds (default 0,1,2)\n"
+      "  --tasks LIST         among %s (default all)\n"
+      "  --tuners LIST        among xgb,random,ga,grid (default xgb,random,ga)\n"
+      "  --batch B            candidates per batch (default 8)\n"
+      "  --min-repeat-ms MS   measurer's min_repeat_ms (default 10)\n"
+      "  --splits S           random 80/20 splits for the cost-model check (default 5)\n"
+      "  --compile-samples K  configs per task compiled here to time compilation (default 8)\n"
+      "  --svg                write DIR/<task>.svg: mean best-so-far curve per tuner\n"
+      "  --no-tune            tune nothing; report the runs whose logs exist (partial ones too)\n"
+      "  --verbose            the tuners' progress lines\n",
+      argv0, names.c_str());
+}
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      LOOM_CHECK(i + 1 < argc, "tune_efficiency: {} needs a value (see --help)", a);
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      usage(argv[0]);
+      std::exit(0);
+    } else if (a == "--log-dir") {
+      o.log_dir = value();
+    } else if (a == "--trials") {
+      o.trials = bench::parse_int(value(), "--trials");
+    } else if (a == "--seeds") {
+      o.seeds.clear();
+      for (const auto& s : bench::split_list(value(), ',')) o.seeds.push_back(std::stoi(s));
+    } else if (a == "--tasks") {
+      o.tasks = bench::split_list(value(), ',');
+      for (const auto& t : o.tasks) {
+        bool known = std::any_of(all_tasks().begin(), all_tasks().end(), [&](const TaskSpec& s) { return s.name == t; });
+        LOOM_CHECK(known, "tune_efficiency: unknown task '{}' (see --help)", t);
+      }
+    } else if (a == "--tuners") {
+      o.tuners = bench::split_list(value(), ',');
+    } else if (a == "--batch") {
+      o.batch = bench::parse_int(value(), "--batch");
+    } else if (a == "--min-repeat-ms") {
+      o.min_repeat_ms = bench::parse_int(value(), "--min-repeat-ms");
+    } else if (a == "--splits") {
+      o.splits = bench::parse_int(value(), "--splits");
+    } else if (a == "--compile-samples") {
+      o.compile_samples = bench::parse_int(value(), "--compile-samples");
+    } else if (a == "--no-tune") {
+      o.no_tune = true;
+    } else if (a == "--svg") {
+      o.svg = true;
+    } else if (a == "--verbose") {
+      o.verbose = true;
+    } else {
+      fail("tune_efficiency: unknown argument '{}' (see --help)", a);
+    }
+  }
+  LOOM_CHECK(!o.seeds.empty() && !o.tuners.empty() && !o.tasks.empty(), "tune_efficiency: empty --seeds/--tuners/--tasks");
+  return o;
+}
+
+struct Run {
+  std::string tuner;
+  int seed = 0;
+  std::string log;
+  std::vector<double> curve;  // best-so-far GFLOP/s after each trial
+  double per_minute = 0;      // candidates measured per minute (from record timestamps)
+  std::vector<records::Record> records;
+};
+
+std::vector<records::Record> task_records(const std::string& log, const tuner::Task& task) {
+  std::vector<records::Record> out;
+  if (!fs::exists(log)) return out;
+  for (records::Record& r : records::read_log(log, &std::cerr).records)
+    if (r.workload.key() == task.key() && r.target == task.target().str()) out.push_back(std::move(r));
+  return out;
+}
+
+/// 1-based trial at which `curve` first reaches `threshold`; 0 if never.
+int trials_to(const std::vector<double>& curve, double threshold) {
+  for (size_t i = 0; i < curve.size(); ++i)
+    if (curve[i] >= threshold) return int(i) + 1;
+  return 0;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+struct ModelQuality {
+  double pairwise = 0, top1 = 0, top5 = 0;
+  int train = 0, test = 0;
+};
+
+/// XGBoost cost model fit on a random 80% of the distinct measured configs, scored on the
+/// rest; averaged over `splits` random splits. Only valid configs enter the ranking metrics
+/// (failures do enter training, as the tuner gives them to the model).
+ModelQuality model_quality(const tuner::Task& task, const std::vector<records::Record>& recs, int splits) {
+  std::map<int64_t, double> cost;  // config index -> lowest mean cost (inf for failures)
+  for (const records::Record& r : recs) {
+    double c = r.valid() ? r.result.mean_cost() : INFINITY;
+    auto [it, fresh] = cost.emplace(r.config.index, c);
+    if (!fresh) it->second = std::min(it->second, c);
+  }
+  std::vector<std::vector<float>> xs;
+  std::vector<double> ys;
+  for (const auto& [index, c] : cost) {
+    try {
+      xs.push_back(tuner::extract_features(task, task.space().get(index)));
+      ys.push_back(c);
+    } catch (const std::exception&) {
+    }
+  }
+  ModelQuality q;
+  const size_t n = xs.size();
+  if (n < 10) return q;
+  std::mt19937_64 rng(12345);
+  int used = 0;
+  for (int s = 0; s < splits; ++s) {
+    std::vector<size_t> perm(n);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const size_t n_train = n * 4 / 5;
+    std::vector<std::vector<float>> tx, vx;
+    std::vector<double> ty, vy;
+    for (size_t i = 0; i < n; ++i) {
+      if (i < n_train) {
+        tx.push_back(xs[perm[i]]);
+        ty.push_back(ys[perm[i]]);
+      } else if (std::isfinite(ys[perm[i]])) {
+        vx.push_back(xs[perm[i]]);
+        vy.push_back(ys[perm[i]]);
+      }
+    }
+    if (vx.size() < 5) continue;
+    tuner::XGBOptions mo;
+    mo.seed = uint64_t(s);
+    tuner::XGBCostModel model(mo);
+    model.fit(tx, ty);
+    if (!model.trained()) continue;
+    std::vector<double> p = model.predict(vx);
+    int64_t agree = 0, pairs = 0;
+    for (size_t i = 0; i < vx.size(); ++i)
+      for (size_t j = i + 1; j < vx.size(); ++j) {
+        if (vy[i] == vy[j]) continue;
+        ++pairs;
+        // Lower cost is better; higher score is better.
+        agree += (vy[i] < vy[j]) == (p[i] > p[j]);
+      }
+    std::vector<size_t> by_true(vx.size()), by_pred(vx.size());
+    std::iota(by_true.begin(), by_true.end(), 0);
+    std::iota(by_pred.begin(), by_pred.end(), 0);
+    std::sort(by_true.begin(), by_true.end(), [&](size_t a, size_t b) { return vy[a] < vy[b]; });
+    std::sort(by_pred.begin(), by_pred.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
+    auto recall = [&](size_t k) {
+      k = std::min(k, vx.size());
+      int hit = 0;
+      for (size_t i = 0; i < k; ++i)
+        hit += std::find(by_pred.begin(), by_pred.begin() + long(k), by_true[i]) != by_pred.begin() + long(k);
+      return double(hit) / double(k);
+    };
+    q.pairwise += pairs ? double(agree) / double(pairs) : 0;
+    q.top1 += recall(1);
+    q.top5 += recall(5);
+    q.train = int(tx.size());
+    q.test = int(vx.size());
+    ++used;
+  }
+  if (used) {
+    q.pairwise /= used;
+    q.top1 /= used;
+    q.top5 /= used;
+  }
+  return q;
+}
+
+/// Median seconds to instantiate and compile `k` random configs of `task`, here.
+double compile_seconds(const tuner::Task& task, int k) {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int64_t> pick(0, task.space().size() - 1);
+  std::vector<double> t;
+  for (int attempt = 0; int(t.size()) < k && attempt < 4 * k; ++attempt) {
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      tuner::Instance inst = task.instantiate(pick(rng));
+      runtime::Module m = build(inst.schedule, inst.args, task.target(), task.workload().op);
+    } catch (const std::exception&) {
+      continue;
+    }
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(t);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  Options o = parse_args(argc, argv);
+  fs::create_directories(o.log_dir);
+
+  struct TaskResult {
+    TaskSpec spec;
+    int64_t space = 0;
+    double best = 0;
+    std::map<std::string, std::vector<int>> to95;  // tuner -> per seed (0: never)
+    std::map<std::string, std::vector<double>> final_best;
+    ModelQuality quality;
+    double compile_s = 0, median_all_cost = 0, per_minute = 0;
+    std::vector<std::pair<std::string, std::vector<double>>> mean_curves;
+  };
+  std::vector<TaskResult> out;
+
+  for (const std::string& name : o.tasks) {
+    const TaskSpec& spec =
+        *std::find_if(all_tasks().begin(), all_tasks().end(), [&](const TaskSpec& s) { return s.name == name; });
+    tuner::Task task = tuner::Task::create(spec.op, spec.shape, Target::host(), "float32", spec.attrs);
+    TaskResult tr;
+    tr.spec = spec;
+    tr.space = task.space().size();
+    std::vector<Run> runs;
+    for (const std::string& tn : o.tuners) {
+      for (int seed : o.seeds) {
+        Run run;
+        run.tuner = tn;
+        run.seed = seed;
+        run.log = (fs::path(o.log_dir) / fmt::format("{}_{}_s{}.jsonl", spec.name, tn, seed)).string();
+        std::vector<records::Record> have = task_records(run.log, task);
+        if (o.no_tune && have.empty()) continue;
+        if (int(have.size()) < o.trials && !o.no_tune) {
+          tuner::TuneOptions t;
+          t.n_trial = o.trials - int(have.size());
+          t.log_file = run.log;
+          t.resume = !have.empty();
+          t.seed = uint64_t(seed);
+          t.batch_size = o.batch;
+          t.measure.min_repeat_ms = o.min_repeat_ms;
+          t.progress = o.verbose ? &std::cerr : nullptr;
+          std::unique_ptr<tuner::Tuner> tuner = tuner::make_tuner(tn, task);
+          tuner::TuneSummary s = tuner->tune(t);
+          std::fprintf(stderr, "[tune_efficiency] %s %s seed %d: %d trials (%d errors) in %.0f s, best %.2f GFLOP/s\n",
+                       spec.name.c_str(), tn.c_str(), seed, s.trials, s.errors, s.elapsed_s, s.best_gflops());
+          have = task_records(run.log, task);
+        }
+        if (int(have.size()) > o.trials) have.resize(size_t(o.trials));
+        double best = 0;
+        for (const records::Record& r : have) {
+          best = std::max(best, r.gflops());
+          run.curve.push_back(best);
+        }
+        if (have.size() > 1) {
+          double span = have.back().result.timestamp - have.front().result.timestamp;
+          if (span > 0) run.per_minute = double(have.size() - 1) / span * 60;
+        }
+        run.records = std::move(have);
+        tr.best = std::max(tr.best, best);
+        runs.push_back(std::move(run));
+      }
+    }
+
+    std::vector<double> all_cost, per_minute;
+    std::vector<records::Record> pooled;
+    for (const Run& r : runs) {
+      tr.to95[r.tuner].push_back(trials_to(r.curve, 0.95 * tr.best));
+      tr.final_best[r.tuner].push_back(r.curve.empty() ? 0 : r.curve.back());
+      if (r.per_minute > 0) per_minute.push_back(r.per_minute);
+      for (const records::Record& rec : r.records) {
+        all_cost.push_back(rec.result.all_cost);
+        pooled.push_back(rec);
+      }
+    }
+    for (const std::string& tn : o.tuners) {
+      std::vector<double> mean(size_t(o.trials), 0);
+      int n = 0;
+      for (const Run& r : runs) {
+        if (r.tuner != tn || r.curve.empty()) continue;
+        ++n;
+        for (size_t i = 0; i < mean.size(); ++i) mean[i] += r.curve[std::min(i, r.curve.size() - 1)];
+      }
+      for (double& v : mean) v /= std::max(n, 1);
+      tr.mean_curves.emplace_back(tn, mean);
+    }
+    tr.median_all_cost = median(all_cost);
+    tr.per_minute = median(per_minute);
+    tr.quality = model_quality(task, pooled, o.splits);
+    tr.compile_s = compile_seconds(task, o.compile_samples);
+    if (o.svg) {
+      std::ofstream svg(fs::path(o.log_dir) / (spec.name + ".svg"));
+      svg << records::plot_svg(tr.mean_curves, fmt::format("{}: mean best-so-far over {} seeds", task.key(),
+                                                           o.seeds.size()));
+    }
+    out.push_back(std::move(tr));
+  }
+
+  // ---- report
+  std::printf("loom tune_efficiency: %d trials per run, batch %d, seeds %zu, min_repeat_ms %.0f, cpu %s%s\n\n", o.trials,
+              o.batch, o.seeds.size(), o.min_repeat_ms, tuner::host_cpu_name().c_str(),
+              o.no_tune ? " (--no-tune: only the runs with logs; the runs column says how many)" : "");
+  std::printf("Trials to reach 95%% of the best GFLOP/s any run found (mean over seeds; a run that never reaches it "
+              "counts as %d and is marked *)\n",
+              o.trials + 1);
+  std::printf("%-14s %10s %9s", "task", "space", "best");
+  for (const auto& tn : o.tuners) std::printf(" %12s", tn.c_str());
+  std::printf(" %10s", "xgb/random");
+  for (const auto& tn : o.tuners) std::printf(" %10s", ("final " + tn).c_str());
+  std::printf(" %6s\n", "runs");
+  std::vector<double> ratios;
+  std::map<std::string, std::vector<double>> per_tuner_all;
+  for (const TaskResult& tr : out) {
+    std::printf("%-14s %10lld %9.1f", tr.spec.name.c_str(), (long long)tr.space, tr.best);
+    std::map<std::string, double> mean;
+    std::string runs;
+    for (const auto& tn : o.tuners) {
+      auto it = tr.to95.find(tn);
+      runs += fmt::format("{}{}", runs.empty() ? "" : "/", it == tr.to95.end() ? 0 : it->second.size());
+      if (it == tr.to95.end()) {
+        std::printf(" %12s", "-");
+        continue;
+      }
+      double s = 0;
+      int never = 0;
+      for (int t : it->second) {
+        s += t ? t : o.trials + 1;
+        never += t == 0;
+      }
+      mean[tn] = s / double(it->second.size());
+      per_tuner_all[tn].push_back(mean[tn]);
+      std::printf(" %11.1f%s", mean[tn], never ? "*" : " ");
+    }
+    if (mean.count("xgb") && mean.count("random")) {
+      ratios.push_back(mean["xgb"] / mean["random"]);
+      std::printf(" %10.2f", ratios.back());
+    } else {
+      std::printf(" %10s", "-");
+    }
+    for (const auto& tn : o.tuners) {
+      auto it = tr.final_best.find(tn);
+      if (it == tr.final_best.end()) std::printf(" %10s", "-");
+      else std::printf(" %10.1f", std::accumulate(it->second.begin(), it->second.end(), 0.0) / double(it->second.size()));
+    }
+    std::printf(" %6s\n", runs.c_str());
+  }
+  if (!ratios.empty()) {
+    std::printf("%-14s %10s %9s", "mean", "", "");
+    for (const auto& tn : o.tuners) {
+      const auto& v = per_tuner_all[tn];
+      if (v.empty()) std::printf(" %12s", "-");
+      else std::printf(" %11.1f ", std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()));
+    }
+    std::printf(" %10.2f   (xgb/random: geometric mean of the per-task ratios; target <= 0.33)\n",
+                bench::geomean(ratios));
+  }
+  std::printf("(best and final: GFLOP/s; final = mean over seeds of each run's best; runs: runs per tuner)\n\n");
+
+  std::printf("Cost model (XGBoost, rank:pairwise) on held-out configs: fit on 80%% of a task's distinct measured "
+              "configs, %d random splits\n",
+              o.splits);
+  std::printf("%-14s %7s %7s %10s %8s %8s\n", "task", "train", "test", "pairwise", "top-1", "top-5");
+  for (const TaskResult& tr : out)
+    std::printf("%-14s %7d %7d %10.3f %8.2f %8.2f\n", tr.spec.name.c_str(), tr.quality.train, tr.quality.test,
+                tr.quality.pairwise, tr.quality.top1, tr.quality.top5);
+  std::printf("(pairwise: share of held-out valid pairs ordered correctly; top-k: share of the true top k among the "
+              "predicted top k)\n\n");
+
+  std::printf("Throughput\n%-14s %16s %18s %16s\n", "task", "compile s/cand", "median all_cost s", "cand/minute");
+  for (const TaskResult& tr : out)
+    std::printf("%-14s %16.3f %18.3f %16.1f\n", tr.spec.name.c_str(), tr.compile_s, tr.median_all_cost, tr.per_minute);
+  std::printf("(compile: median of instantiate+build of random configs in this process; all_cost: the records' "
+              "build+measure time per trial; cand/minute: from record timestamps, median over runs)\n");
+  if (o.svg) std::printf("\ncurves: %s/<task>.svg\n", o.log_dir.c_str());
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "tune_efficiency: error: %s\n", e.what());
+  return 1;
+}

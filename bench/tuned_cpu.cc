@@ -1,0 +1,522 @@
+// Tuned loom kernels side by side with OpenBLAS and oneDNN on the CPU, in one run:
+//   (a) float32 matmul (default 1024 and 2048): loom vs cblas_sgemm vs dnnl_sgemm;
+//   (b) dense + bias + relu 1024x1024x1024: loom's fused kernel vs sgemm followed by a
+//       separate bias+relu pass (OpenBLAS and oneDNN's sgemm);
+//   (c) conv2d NCHW on ResNet-18's layers, batch 1: loom vs oneDNN's direct convolution.
+//
+// Each workload is tuned with the XGBoost tuner (one log per workload in --log-dir; with
+// --resume a rerun reads the log, never measures a config twice and only adds the trials
+// that are missing), or with --no-tune only read from existing logs, then built from its
+// best record (tuner::build_best; the template's default config when there is none).
+// Outputs are checked against the peer before timing; times are medians of repeats after a
+// warm-up, at each thread count. A measured FMA peak gives each result as % of peak.
+//
+// Threads: loom's pool is resized (runtime::ThreadPool::global().resize), OpenBLAS with
+// openblas_set_num_threads. The installed oneDNN uses the OpenMP CPU runtime
+// (DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP; it has no dnnl::set_max_threads), so its threads are
+// set with omp_set_num_threads, which oneDNN reads when a primitive or dnnl_sgemm runs.
+//
+// oneDNN's convolution is created with format_tag::any for source, weights and destination,
+// so it picks its own blocked layouts; the reorders from and to the user's NCHW/OIHW arrays
+// run outside the timed region (a second column, "+reorders", times src and dst reorders
+// together with the convolution; the weights reorder is never timed).
+//
+//   bench/tuned_cpu [--log-dir DIR] [--trials N] [--conv-trials N] [--resume | --no-tune]
+//                   [--sections matmul,dense,conv] [--matmul-sizes 1024,2048] [--threads 1,2]
+//                   [--repeat R] [--json FILE]
+#include <cblas.h>
+#include <loom/loom.h>
+#include <loom/records/record.h>
+#include <loom/runtime/thread_pool.h>
+#include <loom/tuner/build_best.h>
+#include <loom/tuner/tuner.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+
+extern "C" void openblas_set_num_threads(int num_threads);
+
+using namespace loom;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Options {
+  std::string log_dir = "tuned_cpu_logs";
+  int trials = 200;       // matmul and dense
+  int conv_trials = 64;   // each conv layer
+  bool resume = false, no_tune = false;
+  std::vector<std::string> sections = {"matmul", "dense", "conv"};
+  std::vector<int> matmul_sizes = {1024, 2048};
+  std::vector<int> threads = {1, 2};
+  int repeat = 7;
+  std::string json;
+  double min_repeat_ms = 100;  // of the tuner's measurer
+  double timeout_s = 30;       // of the tuner's measurer (build, and run)
+  double settle_ms = 200;      // pause before each timed block with more than one thread
+  bool verbose = false;
+  bool best = false;  // report the fastest repeat instead of the median
+};
+
+void usage(const char* argv0) {
+  std::printf(
+      "usage: %s [options]\n"
+      "  --log-dir DIR        tuning logs, one JSON-lines file per workload (default tuned_cpu_logs)\n"
+      "  --trials N           XGB trials for each matmul and dense workload (default 200)\n"
+      "  --conv-trials N      XGB trials for each conv layer (default 64)\n"
+      "  --resume             reuse existing logs: only the trials missing up to N are measured\n"
+      "  --no-tune            do not tune; build each workload from its log (default config if none)\n"
+      "  --sections LIST      any of matmul,dense,conv (default all)\n"
+      "  --matmul-sizes LIST  square matmul sizes (default 1024,2048)\n"
+      "  --threads LIST       thread counts for every library (default 1,2)\n"
+      "  --repeat R           timed repeats per measurement; the median is reported (default 7)\n"
+      "  --min-repeat-ms MS   the tuner's min_repeat_ms (default 100)\n"
+      "  --timeout-s S        the tuner's limit to build, and to run, one candidate (default 30)\n"
+      "  --settle-ms MS       pause before each multi-threaded timed block (default 200)\n"
+      "  --json FILE          also write the results as JSON\n"
+      "  --best               report the fastest repeat instead of the median (for loaded machines)\n"
+      "  --verbose            the tuner's progress lines\n",
+      argv0);
+}
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      LOOM_CHECK(i + 1 < argc, "tuned_cpu: {} needs a value (see --help)", a);
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      usage(argv[0]);
+      std::exit(0);
+    } else if (a == "--log-dir") {
+      o.log_dir = value();
+    } else if (a == "--trials") {
+      o.trials = bench::parse_int(value(), "--trials");
+    } else if (a == "--conv-trials") {
+      o.conv_trials = bench::parse_int(value(), "--conv-trials");
+    } else if (a == "--resume") {
+      o.resume = true;
+    } else if (a == "--no-tune") {
+      o.no_tune = true;
+    } else if (a == "--sections") {
+      o.sections = bench::split_list(value(), ',');
+      for (const auto& s : o.sections)
+        LOOM_CHECK(s == "matmul" || s == "dense" || s == "conv", "tuned_cpu: unknown section '{}' (matmul, dense, conv)",
+                   s);
+    } else if (a == "--matmul-sizes") {
+      o.matmul_sizes = bench::parse_int_list(value(), "--matmul-sizes");
+    } else if (a == "--threads") {
+      o.threads = bench::parse_int_list(value(), "--threads");
+    } else if (a == "--repeat") {
+      o.repeat = bench::parse_int(value(), "--repeat");
+    } else if (a == "--min-repeat-ms") {
+      o.min_repeat_ms = bench::parse_int(value(), "--min-repeat-ms");
+    } else if (a == "--timeout-s") {
+      o.timeout_s = bench::parse_int(value(), "--timeout-s");
+    } else if (a == "--settle-ms") {
+      o.settle_ms = bench::parse_int(value(), "--settle-ms");
+    } else if (a == "--json") {
+      o.json = value();
+    } else if (a == "--verbose") {
+      o.verbose = true;
+    } else if (a == "--best") {
+      o.best = true;
+    } else {
+      fail("tuned_cpu: unknown argument '{}' (see --help)", a);
+    }
+  }
+  LOOM_CHECK(!(o.resume && o.no_tune), "tuned_cpu: --resume and --no-tune exclude each other");
+  return o;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+runtime::NDArray f32(std::vector<int64_t> shape, uint64_t seed = 0) {
+  runtime::NDArray a = runtime::NDArray::empty(std::move(shape), DataType::Float(32));
+  if (seed) a.fill_random(seed);
+  return a;
+}
+
+void set_threads(int n) {
+  runtime::ThreadPool::global().resize(n);
+  openblas_set_num_threads(n);
+  omp_set_num_threads(n);  // oneDNN (OpenMP runtime) and dnnl_sgemm
+}
+
+/// One peer implementation: runs on the case's inputs into its own output.
+struct Peer {
+  std::string name;
+  std::function<void()> run;
+  runtime::NDArray out;
+  bool reference = false;  // loom's result is checked against this peer's
+};
+
+/// One benchmarked workload.
+struct Case {
+  std::string section, label;
+  tuner::Task task;
+  int trials = 0;
+  std::string log;
+  std::vector<runtime::NDArray> args;  // loom's call arguments, output last
+  std::vector<Peer> peers;
+  std::shared_ptr<void> keep;  // peer state (oneDNN primitives, memories)
+};
+
+// ---------------------------------------------------------------- workloads and peers
+
+Case matmul_case(int n) {
+  Case c{"matmul", fmt::format("matmul {0}x{0}x{0}", n),
+         tuner::Task::create("matmul", {n, n, n}, Target::host()), 0, "", {}, {}, {}};
+  runtime::NDArray a = f32({n, n}, 1), b = f32({n, n}, 2);
+  c.args = {a, b, f32({n, n})};
+  runtime::NDArray o1 = f32({n, n}), o2 = f32({n, n});
+  c.peers.push_back({"OpenBLAS", [=] {
+                       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data<float>(), n,
+                                   b.data<float>(), n, 0.0f, o1.data<float>(), n);
+                     },
+                     o1, true});
+  c.peers.push_back({"oneDNN", [=] {
+                       dnnl_sgemm('N', 'N', n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n, 0.0f,
+                                  o2.data<float>(), n);
+                     },
+                     o2, false});
+  return c;
+}
+
+void bias_relu(float* out, const float* bias, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* r = out + i * cols;
+    for (int64_t j = 0; j < cols; ++j) r[j] = std::max(r[j] + bias[j], 0.0f);
+  }
+}
+
+/// relu(X[N,K] * W[M,K]^T + bias[M]).
+Case dense_case(int N, int M, int K) {
+  Case c{"dense", fmt::format("dense+bias+relu {}x{}x{}", N, M, K),
+         tuner::Task::create("dense_bias_relu", {N, M, K}, Target::host()), 0, "", {}, {}, {}};
+  runtime::NDArray x = f32({N, K}, 3), w = f32({M, K}, 4), bias = f32({M}, 5);
+  c.args = {x, w, bias, f32({N, M})};
+  runtime::NDArray o1 = f32({N, M}), o2 = f32({N, M});
+  c.peers.push_back({"OpenBLAS+pass", [=] {
+                       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, M, K, 1.0f, x.data<float>(), K,
+                                   w.data<float>(), K, 0.0f, o1.data<float>(), M);
+                       bias_relu(o1.data<float>(), bias.data<float>(), N, M);
+                     },
+                     o1, true});
+  c.peers.push_back({"oneDNN+pass", [=] {
+                       dnnl_sgemm('N', 'T', N, M, K, 1.0f, x.data<float>(), K, w.data<float>(), K, 0.0f,
+                                  o2.data<float>(), M);
+                       bias_relu(o2.data<float>(), bias.data<float>(), N, M);
+                     },
+                     o2, false});
+  return c;
+}
+
+struct ConvLayer {
+  int C, H, K, R, stride, pad;
+};
+
+/// oneDNN state of one convolution: the primitive in its preferred layouts, the user's
+/// NCHW/OIHW memories and the reorders between them.
+struct DnnlConv {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  dnnl::convolution_forward conv;
+  dnnl::memory user_src, user_wei, user_dst, src, wei, dst;
+  std::unique_ptr<dnnl::reorder> src_in, dst_out;
+};
+
+Case conv_case(const ConvLayer& l) {
+  using dnnl::memory;
+  const int OH = (l.H + 2 * l.pad - l.R) / l.stride + 1;
+  Case c{"conv",
+         fmt::format("conv C={} H={} K={} {}x{} s{} p{}", l.C, l.H, l.K, l.R, l.R, l.stride, l.pad),
+         tuner::Task::create("conv2d_nchw", {1, l.C, l.H, l.H, l.K, l.R, l.R}, Target::host(), "float32",
+                             {{"stride", std::to_string(l.stride)}, {"pad", std::to_string(l.pad)}}),
+         0, "", {}, {}, {}};
+  runtime::NDArray data = f32({1, l.C, l.H, l.H}, 6), kernel = f32({l.K, l.C, l.R, l.R}, 7);
+  c.args = {data, kernel, f32({1, l.K, OH, OH})};
+  runtime::NDArray o1 = f32({1, l.K, OH, OH}), o2 = f32({1, l.K, OH, OH});
+
+  auto d = std::make_shared<DnnlConv>();
+  const memory::dims src_dims{1, l.C, l.H, l.H}, wei_dims{l.K, l.C, l.R, l.R}, dst_dims{1, l.K, OH, OH};
+  const memory::dims strides{l.stride, l.stride}, padding{l.pad, l.pad};
+  auto any = [](const memory::dims& dims) { return memory::desc(dims, memory::data_type::f32, memory::format_tag::any); };
+#if DNNL_VERSION_MAJOR >= 3
+  dnnl::convolution_forward::primitive_desc pd(d->eng, dnnl::prop_kind::forward_inference,
+                                               dnnl::algorithm::convolution_direct, any(src_dims), any(wei_dims),
+                                               any(dst_dims), strides, padding, padding);
+#else
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                       any(src_dims), any(wei_dims), any(dst_dims), strides, padding, padding);
+  dnnl::convolution_forward::primitive_desc pd(desc, d->eng);
+#endif
+  d->conv = dnnl::convolution_forward(pd);
+  d->user_src = memory({src_dims, memory::data_type::f32, memory::format_tag::nchw}, d->eng, data.data<float>());
+  d->user_wei = memory({wei_dims, memory::data_type::f32, memory::format_tag::oihw}, d->eng, kernel.data<float>());
+  d->user_dst = memory({dst_dims, memory::data_type::f32, memory::format_tag::nchw}, d->eng, o1.data<float>());
+  d->src = pd.src_desc() == d->user_src.get_desc() ? d->user_src : memory(pd.src_desc(), d->eng);
+  d->wei = pd.weights_desc() == d->user_wei.get_desc() ? d->user_wei : memory(pd.weights_desc(), d->eng);
+  d->dst = pd.dst_desc() == d->user_dst.get_desc() ? d->user_dst : memory(pd.dst_desc(), d->eng);
+  if (d->wei != d->user_wei) dnnl::reorder(d->user_wei, d->wei).execute(d->strm, d->user_wei, d->wei);
+  if (d->src != d->user_src) d->src_in = std::make_unique<dnnl::reorder>(d->user_src, d->src);
+  if (d->dst != d->user_dst) d->dst_out = std::make_unique<dnnl::reorder>(d->dst, d->user_dst);
+  d->strm.wait();
+
+  DnnlConv* p = d.get();
+  auto run_conv = [p] {
+    p->conv.execute(p->strm, {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei}, {DNNL_ARG_DST, p->dst}});
+    p->strm.wait();
+  };
+  auto src_in = [p] {
+    if (p->src_in) p->src_in->execute(p->strm, p->user_src, p->src);
+  };
+  auto dst_out = [p] {
+    if (p->dst_out) p->dst_out->execute(p->strm, p->dst, p->user_dst);
+    p->strm.wait();
+  };
+  // Timed: the convolution alone. Its result is reordered to NCHW once, for the check, by
+  // the peer below (which runs before any comparison).
+  src_in();
+  p->strm.wait();
+  c.peers.push_back({"oneDNN", [run_conv] { run_conv(); }, o1, true});
+  c.peers.push_back({"oneDNN+reorders", [=] {
+                       src_in();
+                       run_conv();
+                       dst_out();
+                       std::copy_n(o1.data<float>(), o1.numel(), o2.data<float>());
+                     },
+                     o2, false});
+  c.keep = d;
+  return c;
+}
+
+// ---------------------------------------------------------------- tuning
+
+int count_task_records(const std::string& log, const tuner::Task& task) {
+  if (!fs::exists(log)) return 0;
+  int n = 0;
+  const std::string target = task.target().str();
+  for (const records::Record& r : records::read_log(log, &std::cerr).records)
+    if (r.workload.key() == task.key() && r.target == target) ++n;
+  return n;
+}
+
+void tune(Case& c, const Options& o) {
+  const int have = count_task_records(c.log, c.task);
+  if (o.no_tune) {
+    std::fprintf(stderr, "[tuned_cpu] %s: %d records in %s (not tuning)\n", c.label.c_str(), have, c.log.c_str());
+    return;
+  }
+  LOOM_CHECK(have == 0 || o.resume,
+             "tuned_cpu: log {} already has {} records of {}; pass --resume to reuse it (or --no-tune, or remove it)",
+             c.log, have, c.task.key());
+  const int todo = std::max(0, c.trials - have);
+  std::fprintf(stderr, "[tuned_cpu] %s: %d records in the log, tuning %d more (XGB)\n", c.label.c_str(), have, todo);
+  if (todo == 0) return;
+  tuner::TuneOptions t;
+  t.n_trial = todo;
+  t.log_file = c.log;
+  t.resume = have > 0;
+  t.seed = uint64_t(have);
+  t.measure.min_repeat_ms = o.min_repeat_ms;
+  t.measure.timeout_s = o.timeout_s;
+  t.progress = o.verbose ? &std::cerr : nullptr;
+  tuner::XGBTuner tuner(c.task);
+  tuner::TuneSummary s = tuner.tune(t);
+  std::fprintf(stderr, "[tuned_cpu] %s: %d trials (%d errors) in %.0f s, best %.1f GFLOP/s\n", c.label.c_str(),
+               s.trials, s.errors, s.elapsed_s, s.best_gflops());
+}
+
+// ---------------------------------------------------------------- measuring
+
+struct Result {
+  std::string section, label;
+  int threads = 0;
+  int records = 0;
+  double flop = 0;
+  double loom_gflops = 0, default_gflops = 0, peak_gflops = 0;
+  std::vector<std::pair<std::string, double>> peers;  // name, GFLOP/s
+  double max_rel_err = 0;
+  std::string config;
+};
+
+constexpr double kTolerance = 1e-3;
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  Options o = parse_args(argc, argv);
+  fs::create_directories(o.log_dir);
+  const Target host = Target::host();
+
+  std::vector<Case> cases;
+  if (has(o.sections, "matmul"))
+    for (int n : o.matmul_sizes) cases.push_back(matmul_case(n));
+  if (has(o.sections, "dense")) cases.push_back(dense_case(1024, 1024, 1024));
+  if (has(o.sections, "conv")) {
+    for (const ConvLayer& l : std::vector<ConvLayer>{{64, 56, 64, 3, 1, 1},
+                                                     {64, 56, 128, 1, 2, 0},
+                                                     {128, 28, 128, 3, 1, 1},
+                                                     {256, 14, 256, 3, 1, 1},
+                                                     {512, 7, 512, 3, 1, 1}})
+      cases.push_back(conv_case(l));
+  }
+  for (Case& c : cases) {
+    c.trials = c.section == "conv" ? o.conv_trials : o.trials;
+    c.log = (fs::path(o.log_dir) / (bench::sanitize(c.task.key()) + ".jsonl")).string();
+  }
+
+  // All tuning first (the measurer forks workers; nothing else runs meanwhile).
+  for (Case& c : cases) tune(c, o);
+
+  std::string isa;
+  std::map<int, double> peak;
+  for (int nt : o.threads) peak[nt] = bench::fma_peak_gflops(nt, 0.03, 30, &isa);
+  std::printf("loom tuned_cpu: target %s (%s), float32, %s of %d interleaved repeats after a warm-up\n",
+              host.str().c_str(), tuner::host_cpu_name().c_str(), o.best ? "fastest" : "median", o.repeat);
+  for (int nt : o.threads)
+    std::printf("measured FMA peak (%s): %d thread%s %.1f GFLOP/s (%.1f per thread)\n", isa.c_str(), nt,
+                nt > 1 ? "s" : "", peak[nt], peak[nt] / nt);
+  std::printf("oneDNN %d.%d.%d (CPU runtime OpenMP; threads via omp_set_num_threads), conv reorders outside the "
+              "timed region unless '+reorders'\n\n",
+              dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch);
+
+  std::vector<Result> results;
+  bool ok = true;
+  for (Case& c : cases) {
+    records::ApplyHistoryBest best;
+    if (fs::exists(c.log)) best = records::ApplyHistoryBest(c.log);
+    std::optional<records::Record> rec = best.best(c.task.workload(), c.task.target().str());
+    runtime::Module tuned = tuner::build_best(c.task, best);
+    runtime::Module fallback = tuner::build_best(c.task, records::ApplyHistoryBest(), nullptr);
+    const std::string fname = c.task.workload().op;
+    runtime::PackedFunc f = tuned.get_function(fname), fdef = fallback.get_function(fname);
+    runtime::NDArray& out = c.args.back();
+    auto call = [&](const runtime::PackedFunc& fn) {
+      if (c.args.size() == 3) fn(c.args[0], c.args[1], c.args[2]);
+      else fn(c.args[0], c.args[1], c.args[2], c.args[3]);
+    };
+
+    set_threads(o.threads.back());
+    for (Peer& p : c.peers) {
+      bench::poison(p.out.data<float>(), p.out.numel());
+      p.run();
+    }
+    const Peer& ref = *std::find_if(c.peers.begin(), c.peers.end(), [](const Peer& p) { return p.reference; });
+    double err = 0;
+    for (const runtime::PackedFunc* fn : {&f, &fdef}) {
+      bench::poison(out.data<float>(), out.numel());
+      call(*fn);
+      err = std::max(err, bench::max_rel_err(out.data<float>(), ref.out.data<float>(), out.numel()));
+    }
+    for (const Peer& p : c.peers)
+      if (&p != &ref)
+        err = std::max(err, bench::max_rel_err(p.out.data<float>(), ref.out.data<float>(), out.numel()));
+    if (!(err < kTolerance)) {
+      std::fprintf(stderr, "tuned_cpu: %s: results differ (max rel err %.3e vs %s)\n", c.label.c_str(), err,
+                   ref.name.c_str());
+      ok = false;
+      continue;
+    }
+
+    for (int nt : o.threads) {
+      set_threads(nt);
+      Result r;
+      r.section = c.section;
+      r.label = c.label;
+      r.threads = nt;
+      r.records = count_task_records(c.log, c.task);
+      r.flop = c.task.flop();
+      r.peak_gflops = peak[nt];
+      r.max_rel_err = err;
+      r.config = rec ? fmt::format("{}", rec->config.index) : "default";
+      std::vector<std::function<void()>> fs = {[&] { call(f); }, [&] { call(fdef); }};
+      for (Peer& p : c.peers) fs.push_back(p.run);
+      std::vector<double> t = bench::interleaved_times(fs, o.repeat, 20, nt > 1 ? o.settle_ms : 0, o.best);
+      r.loom_gflops = r.flop / t[0] * 1e-9;
+      r.default_gflops = r.flop / t[1] * 1e-9;
+      for (size_t i = 0; i < c.peers.size(); ++i) r.peers.emplace_back(c.peers[i].name, r.flop / t[i + 2] * 1e-9);
+      results.push_back(r);
+      std::fprintf(stderr, "[tuned_cpu] %s, %d thread(s): loom %.1f GFLOP/s\n", c.label.c_str(), nt, r.loom_gflops);
+    }
+  }
+
+  // ---- tables, one per section
+  for (const std::string& section : {"matmul", "dense", "conv"}) {
+    std::vector<const Result*> rows;
+    for (const Result& r : results)
+      if (r.section == section) rows.push_back(&r);
+    if (rows.empty()) continue;
+    std::printf("%-32s %3s %6s %9s %8s %7s", section == std::string("conv") ? "conv2d NCHW (batch 1)" : section.c_str(),
+                "thr", "trials", "loom", "%peak", "default");
+    for (const auto& [name, g] : rows[0]->peers) std::printf(" %16s", name.c_str());
+    for (const auto& [name, g] : rows[0]->peers) std::printf(" %16s", ("loom/" + name).c_str());
+    std::printf(" %9s\n", "max err");
+    std::map<int, std::vector<std::vector<double>>> ratios;  // threads -> per peer ratios
+    for (const Result* r : rows) {
+      std::printf("%-32s %3d %6d %9.1f %7.1f%% %7.1f", r->label.c_str(), r->threads, r->records, r->loom_gflops,
+                  100 * r->loom_gflops / r->peak_gflops, r->default_gflops);
+      for (const auto& [name, g] : r->peers) std::printf(" %9.1f (%3.0f%%)", g, 100 * g / r->peak_gflops);
+      auto& rs = ratios[r->threads];
+      rs.resize(r->peers.size());
+      for (size_t i = 0; i < r->peers.size(); ++i) {
+        double q = r->loom_gflops / r->peers[i].second;
+        rs[i].push_back(q);
+        std::printf(" %16.2f", q);
+      }
+      std::printf(" %9.1e\n", r->max_rel_err);
+    }
+    if (section == std::string("conv")) {
+      for (const auto& [nt, rs] : ratios) {
+        std::printf("%-32s %3d %6s %9s %8s %7s", "geometric mean", nt, "", "", "", "");
+        for (size_t i = 0; i < rs.size(); ++i) std::printf(" %16s", "");
+        for (const auto& q : rs) std::printf(" %16.2f", bench::geomean(q));
+        std::printf("\n");
+      }
+    }
+    std::printf("(GFLOP/s; loom = best tuned record, default = the template's default config; %%peak of the measured "
+                "FMA peak at that thread count)\n\n");
+  }
+
+  if (!o.json.empty()) {
+    std::ofstream js(o.json);
+    LOOM_CHECK(js.good(), "tuned_cpu: cannot write '{}'", o.json);
+    js << fmt::format(R"({{"benchmark": "tuned_cpu", "target": "{}", "cpu": "{}", "repeat": {}, "stat": "{}", )"
+                      R"("peak_gflops": {{)",
+                      host.str(), tuner::host_cpu_name(), o.repeat, o.best ? "fastest" : "median");
+    bool first = true;
+    for (const auto& [nt, g] : peak) js << fmt::format(R"({}"{}": {:.2f})", std::exchange(first, false) ? "" : ", ", nt, g);
+    js << "}, \"results\": [";
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Result& r = results[i];
+      js << fmt::format(R"({}{{"section": "{}", "workload": "{}", "threads": {}, "records": {}, "config": "{}", )"
+                        R"("loom_gflops": {:.3f}, "default_gflops": {:.3f}, "max_rel_err": {:.3e}, "peers": {{)",
+                        i ? ", " : "", r.section, r.label, r.threads, r.records, r.config, r.loom_gflops,
+                        r.default_gflops, r.max_rel_err);
+      for (size_t k = 0; k < r.peers.size(); ++k)
+        js << fmt::format(R"({}"{}": {:.3f})", k ? ", " : "", r.peers[k].first, r.peers[k].second);
+      js << "}}";
+    }
+    js << "]}\n";
+  }
+  return ok ? 0 : 1;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "tuned_cpu: error: %s\n", e.what());
+  return 1;
+}

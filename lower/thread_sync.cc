@@ -1,0 +1,274 @@
+// thread_sync: barriers between threads of a block around shared-memory accesses.
+//
+// The planner walks the program in order, keeping the shared buffers read and written since
+// the last barrier. A statement that reads a buffer written since then (RAW) or writes one
+// read since then (WAR) gets `loom.sync_threads` before it. For a loop, the accesses left
+// pending at the end of an iteration are checked against the accesses of the next
+// iteration up to its first barrier; on a conflict a barrier ends the body (the WAR of a
+// cooperative fetch inside a reduction loop). Conditions that depend on threadIdx never get
+// a barrier inside (it would diverge): the barrier goes before the branch, and a branch that
+// needs one inside is an error. Accesses are compared per buffer, not per element, so a
+// barrier may be placed where one thread only touches its own elements; write-after-write
+// without a read in between does not synchronize.
+#include <unordered_set>
+
+#include "loom/lower/ir_mutator.h"
+#include "loom/lower/ir_visitor.h"
+#include "loom/lower/passes.h"
+#include "loom/te/arith.h"
+
+namespace loom::lower {
+
+namespace {
+
+using VarSet = std::unordered_set<const te::VarNode*>;
+
+struct Accesses {
+  VarSet reads, writes;
+  void merge(const Accesses& o) {
+    reads.insert(o.reads.begin(), o.reads.end());
+    writes.insert(o.writes.begin(), o.writes.end());
+  }
+  void clear() {
+    reads.clear();
+    writes.clear();
+  }
+};
+
+bool intersects(const VarSet& a, const VarSet& b) {
+  for (const auto* x : a)
+    if (b.count(x)) return true;
+  return false;
+}
+
+/// A hazard between accesses `before` and `after` without a barrier between them.
+bool conflict(const Accesses& before, const Accesses& after) {
+  return intersects(after.reads, before.writes) || intersects(after.writes, before.reads);
+}
+
+bool is_barrier(const Stmt& s) {
+  const auto* e = s.as<EvaluateNode>();
+  if (!e) return false;
+  const auto* c = e->value.as<te::CallNode>();
+  return c && c->name == kSyncThreads;
+}
+
+int count_barriers(const Stmt& s) {
+  int n = 0;
+  if (s.defined()) post_order_visit(s, [&](const Stmt& x) { n += is_barrier(x); });
+  return n;
+}
+
+class AccessCollector : public IRVisitor {
+ public:
+  explicit AccessCollector(const VarSet& shared) : shared_(shared) {}
+  Accesses acc;
+  using IRVisitor::visit;
+
+ protected:
+  void visit_(const te::LoadNode* op) override {
+    if (shared_.count(op->buffer_var.get())) acc.reads.insert(op->buffer_var.get());
+    IRVisitor::visit_(op);
+  }
+  void visit_(const StoreNode* op) override {
+    if (shared_.count(op->buffer_var.get())) acc.writes.insert(op->buffer_var.get());
+    IRVisitor::visit_(op);
+  }
+
+ private:
+  const VarSet& shared_;
+};
+
+class SyncPlanner {
+ public:
+  explicit SyncPlanner(VarSet shared) : shared_(std::move(shared)) {}
+
+  /// Plans `s` entered with `state` pending; leaves the pending accesses at its end in `state`.
+  Stmt plan(const Stmt& s, Accesses& state) {
+    if (!s.defined()) return s;
+    switch (s.kind()) {
+      case StmtKind::Seq: {
+        std::vector<Stmt> parts;
+        for (const Stmt& p : s.as<SeqStmtNode>()->seq) parts.push_back(plan(p, state));
+        return seq(std::move(parts));
+      }
+      case StmtKind::For: {
+        const auto* op = s.as<ForNode>();
+        Stmt pre = sync_before_block(op->body, state);
+        Accesses entry = state;
+        Stmt body = plan(op->body, state);
+        if (conflict(state, head(body).first)) {
+          body = seq({body, barrier()});
+          state.clear();
+        }
+        auto ext = te::as_const_int(op->extent);
+        if (!ext || *ext <= 0) state.merge(entry);
+        auto n = std::make_shared<ForNode>(*op);
+        n->body = body;
+        return seq({pre, Stmt(std::move(n))});
+      }
+      case StmtKind::While: {
+        const auto* op = s.as<WhileNode>();
+        Stmt pre = sync_before_block(op->body, state);
+        Accesses entry = state;
+        Stmt body = plan(op->body, state);
+        if (conflict(state, head(body).first)) {
+          body = seq({body, barrier()});
+          state.clear();
+        }
+        state.merge(entry);
+        return seq({pre, make_stmt<WhileNode>(op->condition, body)});
+      }
+      case StmtKind::IfThenElse: return plan_if(s.as<IfThenElseNode>(), state);
+      case StmtKind::LetStmt: {
+        const auto* op = s.as<LetStmtNode>();
+        if (uses_thread(op->value)) thread_dep_.insert(op->var.get());
+        return make_stmt<LetStmtNode>(op->var, op->value, plan(op->body, state));
+      }
+      case StmtKind::AttrStmt: {
+        const auto* op = s.as<AttrStmtNode>();
+        if (op->key == attr::kThreadExtent && op->iter_var.defined() &&
+            op->iter_var->thread_tag.rfind("threadIdx", 0) == 0)
+          thread_dep_.insert(op->iter_var.var().get());
+        return make_stmt<AttrStmtNode>(op->iter_var, op->var, op->key, op->value, plan(op->body, state));
+      }
+      case StmtKind::Allocate: {
+        const auto* op = s.as<AllocateNode>();
+        return make_stmt<AllocateNode>(op->buffer_var, op->dtype, op->extents, op->scope, plan(op->body, state));
+      }
+      case StmtKind::AssertStmt: {
+        const auto* op = s.as<AssertStmtNode>();
+        Accesses a = accesses(op->condition);
+        Stmt pre = sync_before(a, state);
+        return seq({pre, make_stmt<AssertStmtNode>(op->condition, op->message, plan(op->body, state))});
+      }
+      default: {
+        if (is_barrier(s)) {
+          state.clear();
+          return s;
+        }
+        Accesses a = accesses(s);
+        return seq({sync_before(a, state), s});
+      }
+    }
+  }
+
+ private:
+  Stmt barrier() const { return make_stmt<EvaluateNode>(te::call(DataType::Int(32), kSyncThreads, {})); }
+
+  /// A barrier when `a` conflicts with `state` (undefined otherwise); adds `a` to the state.
+  Stmt sync_before(const Accesses& a, Accesses& state) {
+    Stmt pre;
+    if (conflict(state, a)) {
+      pre = barrier();
+      state.clear();
+    }
+    state.merge(a);
+    return pre;
+  }
+
+  /// A barrier before a loop or branch whose first accesses conflict with `state`, so that
+  /// it is not placed inside where it would run on every iteration.
+  Stmt sync_before_block(const Stmt& body, Accesses& state, const Stmt& other = Stmt()) {
+    Accesses first = head(body).first;
+    first.merge(head(other).first);
+    if (!conflict(state, first)) return Stmt();
+    state.clear();
+    return barrier();
+  }
+
+  Stmt plan_if(const IfThenElseNode* op, Accesses& state) {
+    Stmt pre = sync_before(accesses(op->condition), state);
+    if (Stmt b = sync_before_block(op->then_case, state, op->else_case); b.defined()) pre = seq({pre, b});
+    Accesses s1 = state, s2 = state;
+    Stmt then_case = plan(op->then_case, s1);
+    Stmt else_case = plan(op->else_case, s2);
+    bool added = count_barriers(then_case) > count_barriers(op->then_case) ||
+                 count_barriers(else_case) > count_barriers(op->else_case);
+    if (added && uses_thread(op->condition)) {
+      // No barrier under a condition that differs between threads: one before it instead.
+      pre = barrier();
+      s1.clear();
+      s2.clear();
+      then_case = plan(op->then_case, s1);
+      else_case = plan(op->else_case, s2);
+      LOOM_CHECK(count_barriers(then_case) == count_barriers(op->then_case) &&
+                     count_barriers(else_case) == count_barriers(op->else_case),
+                 "thread_sync: shared memory written and read under the thread-dependent condition {} needs a "
+                 "barrier inside it, which not every thread would reach",
+                 te::to_string(op->condition));
+    }
+    state = s1;
+    state.merge(s2);
+    return seq({pre, make_stmt<IfThenElseNode>(op->condition, then_case, else_case)});
+  }
+
+  /// Accesses from the start of `s` up to its first barrier that always runs, and whether
+  /// such a barrier exists.
+  std::pair<Accesses, bool> head(const Stmt& s) const {
+    if (!s.defined()) return {{}, false};
+    switch (s.kind()) {
+      case StmtKind::Seq: {
+        Accesses acc;
+        for (const Stmt& p : s.as<SeqStmtNode>()->seq) {
+          auto [h, syncs] = head(p);
+          acc.merge(h);
+          if (syncs) return {acc, true};
+        }
+        return {acc, false};
+      }
+      case StmtKind::For: {
+        const auto* op = s.as<ForNode>();
+        auto [h, syncs] = head(op->body);
+        auto ext = te::as_const_int(op->extent);
+        return {h, syncs && ext && *ext > 0};
+      }
+      case StmtKind::IfThenElse: {
+        const auto* op = s.as<IfThenElseNode>();
+        Accesses acc = accesses(op->condition);
+        auto [ht, st] = head(op->then_case);
+        auto [he, se] = head(op->else_case);
+        acc.merge(ht);
+        acc.merge(he);
+        return {acc, st && se && op->else_case.defined()};
+      }
+      case StmtKind::LetStmt: return head(s.as<LetStmtNode>()->body);
+      case StmtKind::AttrStmt: return head(s.as<AttrStmtNode>()->body);
+      case StmtKind::Allocate: return head(s.as<AllocateNode>()->body);
+      default:
+        if (is_barrier(s)) return {{}, true};
+        return {accesses(s), false};
+    }
+  }
+
+  Accesses accesses(const Stmt& s) const {
+    AccessCollector c(shared_);
+    c.visit(s);
+    return std::move(c.acc);
+  }
+  Accesses accesses(const Expr& e) const {
+    AccessCollector c(shared_);
+    if (e.defined()) c.visit(e);
+    return std::move(c.acc);
+  }
+  bool uses_thread(const Expr& e) const {
+    return te::expr_uses_var(e, [&](const te::VarNode* v) { return thread_dep_.count(v) != 0; });
+  }
+
+  VarSet shared_;
+  VarSet thread_dep_;
+};
+
+}  // namespace
+
+Stmt thread_sync(const Stmt& s) {
+  VarSet shared;
+  post_order_visit(s, [&](const Stmt& x) {
+    if (const auto* a = x.as<AllocateNode>(); a && a->scope == "shared") shared.insert(a->buffer_var.get());
+  });
+  if (shared.empty()) return s;
+  Accesses state;
+  return SyncPlanner(std::move(shared)).plan(s, state);
+}
+
+}  // namespace loom::lower

@@ -1,0 +1,64 @@
+// verify_gpu: rejects kernels that a GPU cannot launch or that cannot fit on it.
+//
+// Per kernel: each threadIdx/blockIdx extent against its limit, threads per block, static
+// shared memory, and the per-thread "local" arrays. Local arrays live in registers only when
+// they fit; the bound is the register file one thread may use (255 32-bit registers,
+// GpuLimits::max_local_bytes = 1020 bytes), counting the arrays alone (a lower bound on
+// real register use). Failures throw loom::Error naming the kernel and the limit; the
+// tuner treats them as instantiation errors.
+#include "loom/lower/ir_visitor.h"
+#include "loom/lower/passes.h"
+#include "loom/te/arith.h"
+
+namespace loom::lower {
+
+namespace {
+
+int64_t limit_of(const GpuLimits& l, const std::string& tag) {
+  if (tag == "threadIdx.x") return l.max_thread_x;
+  if (tag == "threadIdx.y") return l.max_thread_y;
+  if (tag == "threadIdx.z") return l.max_thread_z;
+  if (tag == "blockIdx.x") return l.max_grid_x;
+  return l.max_grid_yz;
+}
+
+}  // namespace
+
+void verify_gpu(const LoweredFunc& f, const GpuLimits& limits) {
+  for (const DeviceFunc& k : f.device_funcs) {
+    int64_t threads = 1;
+    for (const auto& [tag, e] : k.thread_extents) {
+      auto ext = te::as_const_int(e);
+      LOOM_CHECK(ext.has_value(), "verify_gpu: kernel '{}': extent of '{}' is not constant", k.name, tag);
+      LOOM_CHECK(*ext >= 1 && *ext <= limit_of(limits, tag),
+                 "verify_gpu: kernel '{}': {} = {} exceeds the limit {}", k.name, tag, *ext, limit_of(limits, tag));
+      if (tag.rfind("threadIdx", 0) == 0) threads *= *ext;
+    }
+    LOOM_CHECK(threads <= limits.max_threads_per_block,
+               "verify_gpu: kernel '{}': {} threads per block exceed the limit max_threads_per_block = {}", k.name,
+               threads, limits.max_threads_per_block);
+    LOOM_CHECK(k.shared_bytes <= limits.max_shared_bytes,
+               "verify_gpu: kernel '{}': {} bytes of shared memory exceed the limit max_shared_bytes = {}", k.name,
+               k.shared_bytes, limits.max_shared_bytes);
+    int64_t local = 0;
+    post_order_visit(k.body, [&](const Stmt& s) {
+      const auto* a = s.as<AllocateNode>();
+      if (!a) return;
+      LOOM_CHECK(a->scope == "shared" || a->scope == "local",
+                 "verify_gpu: kernel '{}' allocates buffer '{}' in scope '{}' inside the kernel; only 'shared' and "
+                 "'local' can be allocated there",
+                 k.name, a->buffer_var.name(), a->scope);
+      if (a->scope != "local") return;
+      auto n = te::as_const_int(te::simplify(a->size()));
+      LOOM_CHECK(n.has_value(), "verify_gpu: kernel '{}': local buffer '{}' needs a constant size", k.name,
+                 a->buffer_var.name());
+      local += *n * a->dtype.bytes() * a->dtype.lanes();
+    });
+    LOOM_CHECK(local <= limits.max_local_bytes,
+               "verify_gpu: kernel '{}': {} bytes of local arrays per thread exceed the limit max_local_bytes = {} "
+               "(255 registers)",
+               k.name, local, limits.max_local_bytes);
+  }
+}
+
+}  // namespace loom::lower

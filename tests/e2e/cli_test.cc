@@ -1,0 +1,232 @@
+// The `loom` command line, run as a user runs it: help, usage errors, and a tiny tuning job
+// carried through summary, show, build, bench and plot.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace loom {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kLoom = LOOM_BINARY_DIR "/tools/loom";
+const std::string kShape = "--op matmul --shape 32,32,32";
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream is(p);
+  std::stringstream ss;
+  ss << is.rdbuf();
+  return ss.str();
+}
+
+/// A scratch directory for one test, removed afterwards.
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(kLoom)) << kLoom << " was not built (target loom_cli)";
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("loom_cli_test_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  /// Runs `loom ARGS` (a shell word list) and returns its exit status and output.
+  Result loom(const std::string& args) {
+    Result r;
+    fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    std::string cmd = kLoom + " " + args + " >" + out.string() + " 2>" + err.string();
+    int status = std::system(cmd.c_str());
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+#define EXPECT_HAS(text, needle) EXPECT_NE((text).find(needle), std::string::npos) << "no '" << (needle) << "' in:\n" << (text)
+
+TEST_F(CliTest, HelpOfEveryCommandNamesItsOptions) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"tune", {"--op", "--shape", "--dtype", "--target", "--trials", "--log", "--tuner", "--resume", "--transfer-from",
+                "--timeout", "--jobs", "--seed", "--batch", "--min-repeat-ms"}},
+      {"build", {"--op", "--shape", "--log", "-o", "--target", "--name"}},
+      {"bench", {"--op", "--shape", "--log", "--so", "--threads", "--json", "--repeat"}},
+      {"show", {"--op", "--shape", "--log", "--config"}},
+      {"records", {"summary", "best", "merge", "distill", "plot"}},
+      {"records summary", {"FILE"}},
+      {"records best", {"--json"}},
+      {"records merge", {"-o"}},
+      {"records distill", {"-o"}},
+      {"records plot", {"-o", "--title"}},
+      {"ops", {"--te"}},
+      {"lower", {"--op", "--print-after-all"}},
+  };
+  for (const auto& [cmd, options] : cases) {
+    SCOPED_TRACE(cmd);
+    Result r = loom(cmd + " --help");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_HAS(r.out, "usage: loom " + cmd);
+    for (const std::string& o : options) EXPECT_HAS(r.out, o);
+  }
+  Result top = loom("--help");
+  EXPECT_EQ(top.rc, 0);
+  for (const char* c : {"tune", "build", "bench", "show", "records", "ops", "lower"}) EXPECT_HAS(top.out, c);
+  EXPECT_EQ(loom("").rc, 2);
+  Result unknown = loom("frobnicate");
+  EXPECT_EQ(unknown.rc, 2);
+  EXPECT_HAS(unknown.err, "frobnicate");
+}
+
+TEST_F(CliTest, UsageErrorsExitTwoAndNameTheOption) {
+  const std::string log = " --log " + path("x.jsonl");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"tune " + kShape + log + " --bogus", "--bogus"},
+      {"tune " + kShape, "--log"},
+      {"tune --shape 32,32,32" + log, "--op"},
+      {"tune --op nosuch --shape 32,32,32" + log, "--op"},
+      {"tune --op matmul" + log, "--shape"},
+      {"tune --op matmul --shape 32,x,32" + log, "--shape"},
+      {"tune --op matmul --shape 32,32" + log, "--shape"},
+      {"tune " + kShape + log + " --trials abc", "--trials"},
+      {"tune " + kShape + log + " --trials 0", "--trials"},
+      {"tune " + kShape + log + " --tuner annealing", "--tuner"},
+      {"tune " + kShape + log + " --timeout", "--timeout"},
+      {"tune " + kShape + log + " --transfer-from " + path("missing.jsonl"), "--transfer-from"},
+      {"tune " + kShape + log + " --target 'bogus'", "--target"},
+      {"build " + kShape + log, "-o"},
+      {"bench " + kShape + " --threads 0", "--threads"},
+      {"bench " + kShape + " --so " + path("missing.so"), "--so"},
+      {"show " + kShape + " --log " + path("missing.jsonl"), "--log"},
+      {"records merge " + path("a.jsonl"), "-o"},
+      {"records frob", "frob"},
+      {"lower --op matmul --wat", "--wat"},
+  };
+  std::ofstream(path("a.jsonl")) << "";
+  for (const auto& [args, needle] : cases) {
+    SCOPED_TRACE(args);
+    Result r = loom(args);
+    EXPECT_EQ(r.rc, 2) << r.out << r.err;
+    EXPECT_HAS(r.err, needle);
+  }
+}
+
+TEST_F(CliTest, OpsListsTemplatesAndLowerStillWorks) {
+  Result ops = loom("ops");
+  ASSERT_EQ(ops.rc, 0) << ops.err;
+  EXPECT_HAS(ops.out, "matmul");
+  EXPECT_HAS(ops.out, "M,N,K");
+  EXPECT_HAS(ops.out, "conv2d_nchw");
+  Result te = loom("ops --te");
+  ASSERT_EQ(te.rc, 0) << te.err;
+  EXPECT_HAS(te.out, "matmul:");
+  Result lower = loom("lower --op matmul --shape 16,16,16 --print-after-all");
+  ASSERT_EQ(lower.rc, 0) << lower.err;
+  EXPECT_HAS(lower.out, "for");
+}
+
+TEST_F(CliTest, TuneThenSummaryShowBuildBenchPlot) {
+  const std::string log = path("mm.jsonl"), xlog = path("mm_xgb.jsonl");
+  const std::string fast = " --trials 8 --batch 4 --repeat 1 --min-repeat-ms 1 --timeout 60 --jobs 2";
+  Result random = loom("tune " + kShape + " --tuner random --seed 3 --log " + log + fast);
+  ASSERT_EQ(random.rc, 0) << random.out << random.err;
+  EXPECT_HAS(random.out, "best");
+  EXPECT_HAS(random.err, "8/8 trials");  // the tuner's progress on stderr
+  Result xgb = loom("tune " + kShape + " --tuner xgb --log " + xlog + fast);
+  ASSERT_EQ(xgb.rc, 0) << xgb.out << xgb.err;
+  {
+    std::ifstream is(log);
+    int lines = 0;
+    for (std::string line; std::getline(is, line);) lines += !line.empty();
+    EXPECT_EQ(lines, 8);
+  }
+  // --resume measures only new configs: the log grows by the new trials.
+  Result resumed = loom("tune " + kShape + " --tuner random --resume --log " + log + " --trials 4 --batch 4 --repeat 1 --min-repeat-ms 1");
+  ASSERT_EQ(resumed.rc, 0) << resumed.err;
+  EXPECT_HAS(resumed.out, "8 resumed");
+
+  Result summary = loom("records summary " + log + " " + xlog);
+  ASSERT_EQ(summary.rc, 0) << summary.err;
+  EXPECT_HAS(summary.out, "matmul(32,32,32;float32)");
+  Result best = loom("records best " + log);
+  ASSERT_EQ(best.rc, 0) << best.err;
+  EXPECT_HAS(best.out, "GFLOP/s");
+
+  Result merged = loom("records merge " + log + " " + xlog + " -o " + path("merged.jsonl"));
+  ASSERT_EQ(merged.rc, 0) << merged.err;
+  Result distilled = loom("records distill " + path("merged.jsonl") + " -o " + path("best.jsonl"));
+  ASSERT_EQ(distilled.rc, 0) << distilled.err;
+  EXPECT_HAS(distilled.out, "1 best record");
+
+  Result show = loom("show " + kShape + " --log " + path("best.jsonl"));
+  ASSERT_EQ(show.rc, 0) << show.err;
+  EXPECT_HAS(show.out, "best record, config");
+  EXPECT_HAS(show.out, "tile_");
+  EXPECT_HAS(show.out, "for");
+  EXPECT_EQ(show.err.find("warning"), std::string::npos) << show.err;
+
+  const std::string lib = path("libmm.so");
+  Result build = loom("build " + kShape + " --log " + path("merged.jsonl") + " -o " + lib);
+  ASSERT_EQ(build.rc, 0) << build.err;
+  EXPECT_TRUE(fs::exists(lib));
+  EXPECT_TRUE(fs::exists(path("libmm.h")));
+  EXPECT_EQ(build.err.find("warning"), std::string::npos) << build.err;
+
+  Result bench = loom("bench " + kShape + " --log " + log + " --so " + lib + " --json --repeat 3 --threads 1");
+  ASSERT_EQ(bench.rc, 0) << bench.err;
+  nlohmann::json j = nlohmann::json::parse(bench.out);  // throws (and fails) unless one JSON object
+  for (const char* k : {"workload", "target", "threads", "flop", "default", "tuned", "deployed", "peer", "speedup"})
+    EXPECT_TRUE(j.contains(k)) << k << " missing in " << bench.out;
+  EXPECT_EQ(j["workload"], "matmul(32,32,32;float32)");
+  EXPECT_GT(j["default"]["gflops"].get<double>(), 0);
+  EXPECT_GT(j["tuned"]["gflops"].get<double>(), 0);
+  EXPECT_GT(j["deployed"]["gflops"].get<double>(), 0);
+  EXPECT_TRUE(j["speedup"].contains("deployed_vs_default"));
+  if (!j["peer"].is_null()) {
+    EXPECT_GT(j["peer"]["gflops"].get<double>(), 0);
+  }
+
+  Result table = loom("bench " + kShape + " --repeat 2 --threads 1");
+  ASSERT_EQ(table.rc, 0) << table.err;
+  EXPECT_HAS(table.out, "default schedule");
+
+  const std::string svg = path("curve.svg");
+  Result plot = loom("records plot " + log + " " + xlog + " -o " + svg + " --title 'tiny matmul'");
+  ASSERT_EQ(plot.rc, 0) << plot.err;
+  std::string text = slurp(svg);
+  EXPECT_HAS(text, "<svg");
+  EXPECT_HAS(text, "polyline");
+  EXPECT_HAS(text, "tiny matmul");
+}
+
+TEST_F(CliTest, BuildWithoutRecordWarnsAndFallsBack) {
+  std::ofstream(path("empty.jsonl")) << "";
+  const std::string lib = path("libdef.so");
+  Result build = loom("build " + kShape + " --log " + path("empty.jsonl") + " -o " + lib + " --name mm_default");
+  ASSERT_EQ(build.rc, 0) << build.err;
+  EXPECT_HAS(build.err, "warning");
+  EXPECT_HAS(build.err, "default config");
+  EXPECT_TRUE(fs::exists(lib));
+  Result bench = loom("bench " + kShape + " --so " + lib + " --json --repeat 2 --threads 1");
+  ASSERT_EQ(bench.rc, 0) << bench.err;
+  EXPECT_TRUE(nlohmann::json::parse(bench.out)["tuned"].is_null());
+}
+
+}  // namespace
+}  // namespace loom

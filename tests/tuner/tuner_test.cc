@@ -1,0 +1,203 @@
+#include "loom/tuner/tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "tuner/test_templates.h"
+
+namespace loom::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+using records::ErrorCode;
+
+TuneOptions fast_options(const std::string& log, int n_trial, int batch) {
+  TuneOptions o;
+  o.n_trial = n_trial;
+  o.batch_size = batch;
+  o.log_file = log;
+  o.measure.min_repeat_ms = 5;
+  o.measure.repeat = 3;
+  o.measure.timeout_s = 10;
+  o.measure.n_parallel = 2;
+  o.seed = 7;
+  return o;
+}
+
+class TunerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { test::register_test_templates(); }
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           fmt::format("loom_tuner_test_{}_{}", ::getpid(),
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string log_path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(TunerTest, XGBTuningWritesAValidLogAndMatchesOrBeatsTheDefault) {
+  Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
+  std::string log = log_path("xgb.jsonl");
+  std::ostringstream progress;
+  TuneOptions o = fast_options(log, 24, 8);
+  o.progress = &progress;
+  XGBTuner tuner(task);
+  TuneSummary sum = tuner.tune(o);
+  EXPECT_EQ(sum.trials, 24);
+  ASSERT_TRUE(sum.best.has_value());
+  EXPECT_TRUE(tuner.model().trained());
+
+  records::LogContents contents = records::read_log(log);
+  EXPECT_TRUE(contents.warnings.empty());
+  ASSERT_EQ(contents.records.size(), 24u);
+  std::set<int64_t> seen;
+  for (const records::Record& r : contents.records) {
+    EXPECT_EQ(r.workload.key(), task.key());
+    EXPECT_EQ(r.target, task.target().str());
+    EXPECT_EQ(r.tuner, "xgb");
+    EXPECT_DOUBLE_EQ(r.flop, task.flop());
+    EXPECT_FALSE(r.loom_version.empty());
+    EXPECT_TRUE(seen.insert(r.config.index).second) << "config " << r.config.index << " measured twice";
+    EXPECT_NO_THROW(task.space().from_record(r.config));
+  }
+  // The default config was measured first and the tuned best is at least as fast. (Comparing
+  // fresh timings of the two would be noise on a loaded machine; timing checks live in bench/.)
+  const records::Record* def = nullptr;
+  for (const records::Record& r : contents.records) {
+    if (r.config.index == task.default_index()) def = &r;
+  }
+  ASSERT_NE(def, nullptr);
+  EXPECT_EQ(contents.records[0].config.index, task.default_index());
+  ASSERT_TRUE(def->valid()) << def->result.error_msg;
+  EXPECT_GE(sum.best_gflops(), def->gflops());
+  EXPECT_GT(sum.best_gflops(), 0);
+
+  std::string text = progress.str();
+  EXPECT_NE(text.find("24/24 trials"), std::string::npos) << text;
+  EXPECT_NE(text.find("done"), std::string::npos) << text;
+  EXPECT_NE(text.find("GFLOP/s"), std::string::npos) << text;
+}
+
+TEST_F(TunerTest, ResumeNeverMeasuresAConfigTwice) {
+  Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
+  std::string log = log_path("resume.jsonl");
+  TuneOptions o = fast_options(log, 8, 4);
+  o.progress = nullptr;
+  XGBTuner first(task);
+  TuneSummary s1 = first.tune(o);
+  EXPECT_EQ(s1.trials, 8);
+
+  o.resume = true;
+  XGBTuner second(task);
+  TuneSummary s2 = second.tune(o);
+  EXPECT_EQ(s2.resumed, 8);
+  EXPECT_EQ(s2.trials, 8);
+  ASSERT_TRUE(s2.best.has_value());
+  EXPECT_LE(s2.best->result.mean_cost(), s1.best->result.mean_cost());
+
+  auto recs = records::read_log(log).records;
+  ASSERT_EQ(recs.size(), 16u);
+  std::set<int64_t> seen;
+  for (const auto& r : recs) EXPECT_TRUE(seen.insert(r.config.index).second) << r.config.index;
+
+  // A grid tuner resuming from the same log skips what is there.
+  GridTuner grid(task);
+  TuneOptions g = o;
+  g.include_default = false;
+  g.n_trial = 4;
+  TuneSummary s3 = grid.tune(g);
+  EXPECT_EQ(s3.resumed, 16);
+  recs = records::read_log(log).records;
+  ASSERT_EQ(recs.size(), 20u);
+  seen.clear();
+  for (const auto& r : recs) EXPECT_TRUE(seen.insert(r.config.index).second) << r.config.index;
+}
+
+TEST_F(TunerTest, BaselineTunersMeasureDistinctConfigs) {
+  Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
+  for (const std::string name : {"random", "grid", "ga"}) {
+    std::string log = log_path(name + ".jsonl");
+    TuneOptions o = fast_options(log, 10, 4);
+    o.progress = nullptr;
+    o.include_default = false;
+    std::unique_ptr<Tuner> t = make_tuner(name, task);
+    EXPECT_EQ(t->name(), name);
+    TuneSummary s = t->tune(o);
+    EXPECT_EQ(s.trials, 10) << name;
+    EXPECT_TRUE(s.best.has_value()) << name;
+    auto recs = records::read_log(log).records;
+    ASSERT_EQ(recs.size(), 10u) << name;
+    std::set<int64_t> seen;
+    for (const auto& r : recs) {
+      EXPECT_TRUE(seen.insert(r.config.index).second) << name << " " << r.config.index;
+      EXPECT_EQ(r.tuner, name);
+    }
+    if (name == "grid") {
+      EXPECT_EQ(seen, (std::set<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+    }
+  }
+  EXPECT_THROW(make_tuner("annealing", task), Error);
+}
+
+TEST_F(TunerTest, ErrorsAreLoggedAndCounted) {
+  Task task = Task::create("test_faulty", {32}, Target("llvm"));
+  std::string log = log_path("faulty.jsonl");
+  TuneOptions o = fast_options(log, int(task.space().size()), 8);
+  o.measure.timeout_s = 1;
+  std::ostringstream progress;
+  o.progress = &progress;
+  GridTuner t(task);
+  TuneSummary s = t.tune(o);
+  EXPECT_EQ(s.trials, task.space().size());
+  EXPECT_GT(s.errors, 0);
+  EXPECT_GT(s.errors_by_code[ErrorCode::kBuildTimeout], 0);
+  EXPECT_GT(s.errors_by_code[ErrorCode::kWrongAnswer], 0);
+  EXPECT_GT(s.errors_by_code[ErrorCode::kInstantiation], 0);
+  ASSERT_TRUE(s.best.has_value());
+  EXPECT_TRUE(s.best->valid());
+  auto recs = records::read_log(log).records;
+  EXPECT_EQ(int64_t(recs.size()), task.space().size());
+  // The space is exhausted: another run measures nothing new.
+  o.resume = true;
+  GridTuner again(task);
+  EXPECT_EQ(again.tune(o).trials, 0);
+}
+
+TEST_F(TunerTest, EarlyStoppingEndsARunWithoutProgress) {
+  Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
+  TuneOptions o = fast_options("", 40, 2);
+  o.early_stopping = 2;
+  o.progress = nullptr;
+  RandomTuner t(task);
+  TuneSummary s = t.tune(o);
+  EXPECT_LT(s.trials, 40);
+  EXPECT_GE(s.trials, 2);
+}
+
+TEST_F(TunerTest, TransferLearningSeedsTheModel) {
+  Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
+  std::string old_log = log_path("old.jsonl");
+  TuneOptions o = fast_options(old_log, 6, 6);
+  o.progress = nullptr;
+  RandomTuner(task).tune(o);
+
+  XGBTuner t(task);
+  TuneOptions o2 = fast_options(log_path("new.jsonl"), 0, 4);
+  o2.transfer_from = {old_log};
+  std::ostringstream progress;
+  o2.progress = &progress;
+  t.tune(o2);
+  EXPECT_TRUE(t.model().trained());
+  EXPECT_GT(t.model().history_size(), 0u);
+  EXPECT_NE(progress.str().find("transfer learning from"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace loom::tuner

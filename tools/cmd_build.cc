@@ -1,0 +1,89 @@
+// `loom build`: compiles an operator with its best tuned config and exports a shared library.
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "cli.h"
+#include "loom/codegen/build.h"
+#include "loom/loom.h"
+#include "loom/tuner/build_best.h"
+
+namespace loom::cli {
+namespace {
+
+int run(const Args& a) {
+  tuner::Task task = task_from(a);
+  const std::string out = a.required("--output");
+  const std::vector<std::string> logs = a.all("--log");
+  for (const std::string& f : logs) require_file("--log", f);
+  const std::string name = a.str("--name", task.workload().op);
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string::npos)
+    a.usage_error("--name: '{}' is not a C identifier", name);
+
+  records::ApplyHistoryBest best;
+  for (const std::string& f : logs) {
+    for (const records::Record& r : records::read_log(f, &std::cerr).records) best.add(r);
+  }
+  std::optional<records::Record> rec = best.best(task.workload(), task.target().str());
+  runtime::Module m;
+  if (name == task.workload().op) {
+    std::ostringstream fallback;
+    m = tuner::build_best(task, best, &fallback);
+    if (!fallback.str().empty()) std::cerr << "warning: " << fallback.str();
+  } else {  // build_best, under another name
+    if (!rec)
+      std::cerr << fmt::format("warning: no tuning record for {} on {}; using the default config\n", task.key(),
+                               task.target().str());
+    tuner::Instance inst = rec ? task.instantiate(task.space().from_record(rec->config)) : task.instantiate_default();
+    m = codegen::build(inst.schedule, inst.args, task.target(), name);
+  }
+  std::filesystem::path p(out);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  m.export_library(out);
+  std::filesystem::path header = p.extension() == ".so" ? std::filesystem::path(p).replace_extension(".h")
+                                                        : std::filesystem::path(out + ".h");
+  std::cout << fmt::format("wrote {} and {}: {}(", out, header.string(), name);
+  bool first = true;
+  for (const te::Tensor& t : task.instantiate_default().args) {
+    std::cout << (first ? "" : ", ") << "DLTensor* " << t.name();
+    first = false;
+  }
+  std::cout << ")\n";
+  if (rec) {
+    std::cout << fmt::format("config {} from {}: {:.2f} GFLOP/s when tuned ({})\n", rec->config.index,
+                             fmt::join(logs, ", "), rec->gflops(),
+                             task.space().from_record(rec->config).str());
+  } else {
+    std::cout << fmt::format("config {}: the template's default (untuned)\n", task.default_index());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command build_command() {
+  Command c;
+  c.name = "build";
+  c.synopsis = "compile an operator with its best tuned config into a shared library";
+  c.usage = "--op NAME --shape LIST --log FILE -o LIB.so [--target T] [--name NAME]";
+  c.description =
+      "Picks the best valid record of the operator's workload and target in the log(s) (records\n"
+      "of a compatible target stand in when none matches exactly), compiles that config and\n"
+      "exports a self-contained shared library plus its C header (LIB.h next to LIB.so). With no\n"
+      "matching record it warns and builds the template's default config. Load the library with\n"
+      "dlopen or runtime::Module::load; `loom bench --so LIB.so` times it.\n\n"
+      "example:\n"
+      "  loom build --op matmul --shape 1024,1024,1024 --log matmul.jsonl -o libmatmul.so";
+  c.options = workload_options();
+  std::vector<Option> more = {
+      {"--log", "FILE", "tuning log(s) to take the best record from", true},
+      {"--output", "LIB.so", "the library to write (required); the header goes next to it", false, "-o"},
+      {"--name", "NAME", "the exported function's name (default: the operator's)"},
+  };
+  c.options.insert(c.options.end(), more.begin(), more.end());
+  c.run = run;
+  return c;
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,68 @@
+// `loom lower`: the lowered loop IR of a te::ops example with its default schedule.
+#include <iostream>
+
+#include "cli.h"
+#include "loom/loom.h"
+
+namespace loom::cli {
+namespace {
+
+std::vector<te::Tensor> make_op(const Args& a, const std::string& name, const std::string& shape) {
+  if (name == "matmul" && !shape.empty()) {
+    auto d = parse_int_list("--shape", shape);
+    if (d.size() != 3) a.usage_error("--shape: matmul takes M,N,K; got '{}'", shape);
+    auto A = te::placeholder({d[0], d[2]}, DataType::Float(32), "A");
+    auto B = te::placeholder({d[2], d[1]}, DataType::Float(32), "B");
+    return {A, B, te::ops::matmul(A, B)};
+  }
+  if (!shape.empty()) a.usage_error("--shape is only supported for matmul (other examples have fixed shapes)");
+  std::string known;
+  for (const auto& c : te::ops::test_cases()) {
+    if (c.name == name) return c.make();
+    known += " " + c.name;
+  }
+  a.usage_error("--op: unknown operator '{}'; known:{}", name, known);
+}
+
+int run(const Args& a) {
+  const std::string op = a.required("--op");
+  std::vector<te::Tensor> args = make_op(a, op, a.str("--shape"));
+  std::vector<te::Operation> outs;
+  for (const auto& t : args) {
+    if (t.op()->kind != te::OpKind::kPlaceholder) outs.push_back(t.op());
+  }
+  Schedule s = create_schedule(outs);
+  lower::LowerOptions opts;
+  try {
+    opts.target = Target(a.str("--target", "llvm"));
+  } catch (const Error& e) {
+    a.usage_error("--target: {}", e.what());
+  }
+  const bool all = a.has("--print-after-all");
+  if (all) opts.print_after_all = &std::cout;
+  auto f = lower::lower(s, args, op, opts);
+  if (!all) std::cout << f << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Command lower_command() {
+  Command c;
+  c.name = "lower";
+  c.synopsis = "print the lowered loop IR of a te::ops example with its default schedule";
+  c.usage = "--op NAME [--shape M,N,K] [--print-after-all] [--target T]";
+  c.description =
+      "The operators are the te::ops examples (`loom ops --te` lists them), unscheduled. For the\n"
+      "IR of a tuned config, see `loom show`.";
+  c.options = {
+      {"--op", "NAME", "the example to lower (loom ops --te lists them)"},
+      {"--shape", "M,N,K", "matmul only: the problem size (default: the example's)"},
+      {"--print-after-all", "", "print the IR after every pass of the pipeline"},
+      {"--target", "T", "e.g. \"llvm\", \"llvm -mcpu=x86-64-v3\" (default: llvm)"},
+  };
+  c.run = run;
+  return c;
+}
+
+}  // namespace loom::cli

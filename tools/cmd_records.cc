@@ -1,0 +1,130 @@
+// `loom records`: summaries, best records, merging, distilling and plotting tuning logs.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli.h"
+#include "loom/loom.h"
+#include "loom/records/log_tools.h"
+
+namespace loom::cli {
+namespace {
+
+std::vector<std::string> input_logs(const Args& a) {
+  if (a.positional().empty()) a.usage_error("no log files given");
+  for (const std::string& f : a.positional()) require_file("", f);
+  return a.positional();
+}
+
+int summary(const Args& a) {
+  auto rows = records::summary(input_logs(a), &std::cerr);
+  if (rows.empty()) {
+    std::cout << "no records\n";
+    return 0;
+  }
+  std::cout << records::format_summary(rows);
+  return 0;
+}
+
+int best(const Args& a) {
+  records::ApplyHistoryBest best(input_logs(a));
+  if (a.has("--json")) {
+    for (const records::Record& r : best.all()) std::cout << r.to_json() << "\n";
+    return 0;
+  }
+  if (best.size() == 0) {
+    std::cout << "no valid records\n";
+    return 0;
+  }
+  for (const records::Record& r : best.all()) {
+    std::cout << fmt::format("{}  {}\n  {:.2f} GFLOP/s, {:.4f} ms, config {} ({}): {}\n", r.workload.key(), r.target,
+                             r.gflops(), r.result.mean_cost() * 1e3, r.config.index, r.tuner,
+                             format_knobs(r.config));
+  }
+  return 0;
+}
+
+int merge(const Args& a) {
+  auto in = input_logs(a);
+  std::string out = a.required("--output");
+  records::MergeStats s = records::merge(in, out, &std::cerr);
+  std::cout << fmt::format("{}: {} records written of {} read ({} duplicate trials dropped)\n", out, s.written, s.read,
+                           s.duplicates);
+  return 0;
+}
+
+int distill(const Args& a) {
+  auto in = input_logs(a);
+  std::string out = a.required("--output");
+  int64_t n = records::distill(in, out, &std::cerr);
+  std::cout << fmt::format("{}: {} best records written\n", out, n);
+  return 0;
+}
+
+int plot(const Args& a) {
+  auto in = input_logs(a);
+  std::string out = a.required("--output");
+  std::vector<std::pair<std::string, std::vector<double>>> curves;
+  for (const std::string& f : in) {
+    auto rows = records::summary({f}, &std::cerr);
+    std::string name = std::filesystem::path(f).filename().string();
+    if (rows.size() <= 1) {
+      curves.emplace_back(name, records::best_curve(f, rows.empty() ? "" : rows[0].key));
+    } else {
+      for (const auto& r : rows) curves.emplace_back(name + ": " + r.key, records::best_curve(f, r.key));
+    }
+  }
+  std::string title = a.str("--title", "best GFLOP/s by trial");
+  std::ofstream os(out);
+  LOOM_CHECK(os, "cannot write '{}'", out);
+  os << records::plot_svg(curves, title);
+  os.close();
+  LOOM_CHECK(os, "writing '{}' failed", out);
+  std::cout << fmt::format("{}: {} curve{}\n", out, curves.size(), curves.size() == 1 ? "" : "s");
+  return 0;
+}
+
+Command sub(std::string name, std::string synopsis, std::string usage, std::string description,
+            std::vector<Option> options, std::function<int(const Args&)> run) {
+  Command c;
+  c.name = "records " + name;
+  c.synopsis = std::move(synopsis);
+  c.usage = std::move(usage);
+  c.description = std::move(description);
+  c.options = std::move(options);
+  c.positional = "FILE...";
+  c.run = std::move(run);
+  return c;
+}
+
+}  // namespace
+
+Command records_command() {
+  const Option output{"--output", "OUT", "the file to write (required)", false, "-o"};
+  Command c;
+  c.name = "records";
+  c.synopsis = "inspect and combine tuning logs: summary, best, merge, distill, plot";
+  c.usage = "<summary|best|merge|distill|plot> FILE... [options]";
+  c.description =
+      "Tuning logs are JSON lines, one trial a line; malformed lines are reported and skipped.\n"
+      "Run `loom records CMD --help` for one command's options.";
+  c.subcommands = {
+      sub("summary", "one row per workload and target: trials, errors, best GFLOP/s, trials to 95%",
+          "FILE...", "", {}, summary),
+      sub("best", "the best valid record of each workload and target, with its knob values",
+          "FILE... [--json]", "With --json, prints the records themselves, one JSON line each.",
+          {{"--json", "", "print the records as JSON lines"}}, best),
+      sub("merge", "merge logs into one, one record per config (the fastest)", "FILE... -o OUT",
+          "Keeps every config's best trial (valid or not) in order of first appearance; OUT may be one\n"
+          "of the inputs.",
+          {output}, merge),
+      sub("distill", "keep only the best record of each workload and target", "FILE... -o OUT",
+          "The result is what `loom build` needs from the logs, and much smaller.", {output}, distill),
+      sub("plot", "plot best GFLOP/s against trial number as an SVG", "FILE... -o curve.svg [--title T]",
+          "One curve per log (per workload when a log holds several).",
+          {output, {"--title", "T", "the chart's title (default: \"best GFLOP/s by trial\")"}}, plot),
+  };
+  return c;
+}
+
+}  // namespace loom::cli

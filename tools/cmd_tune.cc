@@ -1,0 +1,91 @@
+// `loom tune`: searches an operator's config space, appending every trial to a log.
+#include <iostream>
+
+#include "cli.h"
+#include "loom/loom.h"
+#include "loom/tuner/tuner.h"
+
+namespace loom::cli {
+namespace {
+
+int run(const Args& a) {
+  tuner::Task task = task_from(a);
+  tuner::TuneOptions opt;
+  opt.log_file = a.required("--log");
+  opt.n_trial = int(a.integer("--trials", 200, 1, 1 << 30));
+  const std::string name = a.choice("--tuner", "xgb", {"xgb", "random", "grid", "ga"});
+  opt.resume = a.has("--resume");
+  for (const std::string& f : a.all("--transfer-from")) require_file("--transfer-from", f);
+  opt.transfer_from = a.all("--transfer-from");
+  opt.batch_size = int(a.integer("--batch", 16, 1, 4096));
+  opt.seed = uint64_t(a.integer("--seed", 0, 0));
+  opt.early_stopping = int(a.integer("--early-stopping", -1, -1, 1 << 30));
+  opt.measure.timeout_s = a.number("--timeout", 10, 0.001);
+  opt.measure.n_parallel = int(a.integer("--jobs", 0, 0, 256));
+  opt.measure.repeat = int(a.integer("--repeat", 3, 1, 1000));
+  opt.measure.min_repeat_ms = a.number("--min-repeat-ms", 100, 0);
+  opt.measure.check_correctness = !a.has("--no-check");
+  opt.progress = a.has("--quiet") ? nullptr : &std::cerr;
+  if (!opt.transfer_from.empty() && name != "xgb")
+    a.usage_error("--transfer-from needs --tuner xgb (only the cost model learns from other logs)");
+
+  std::unique_ptr<tuner::Tuner> t = tuner::make_tuner(name, task);
+  tuner::TuneSummary s = t->tune(opt);
+
+  std::string errors;
+  for (const auto& [code, n] : s.errors_by_code) errors += fmt::format("{}{} {}", errors.empty() ? "" : ", ", n, records::to_string(code));
+  std::cout << fmt::format("workload  {}\ntarget    {}\n", task.key(), task.target().str());
+  std::cout << fmt::format("tuner     {}: {} trials measured ({} errors{}{}) in {}{}\n", name, s.trials, s.errors,
+                           errors.empty() ? "" : ": ", errors, format_seconds(s.elapsed_s),
+                           s.resumed ? fmt::format(", {} resumed from the log", s.resumed) : "");
+  if (s.trials < opt.n_trial && opt.early_stopping < 0)
+    std::cout << fmt::format("          (the space has {} configs; every one is measured)\n", task.space().size());
+  if (s.best) {
+    std::cout << fmt::format("best      {:.2f} GFLOP/s, {:.4f} ms, config {}\n", s.best_gflops(),
+                             s.best->result.mean_cost() * 1e3, s.best->config.index);
+    std::cout << fmt::format("          {}\n", task.space().get(s.best->config.index).str());
+  } else {
+    std::cout << "best      none: no trial succeeded\n";
+  }
+  std::cout << fmt::format("log       {}\n", opt.log_file);
+  return s.best ? 0 : kExitFailure;
+}
+
+}  // namespace
+
+Command tune_command() {
+  Command c;
+  c.name = "tune";
+  c.synopsis = "tune an operator: measure configs of its schedule template, log every trial";
+  c.usage = "--op NAME --shape LIST --log FILE [--trials N] [--tuner xgb|random|grid|ga] [options]";
+  c.description =
+      "Proposes configs of the operator's schedule template with the chosen tuner, builds and\n"
+      "times them in worker processes (checking each result against a reference) and appends\n"
+      "every trial to the log as one JSON line. Progress goes to stderr (a live line on a\n"
+      "terminal): trials done, best GFLOP/s, errors, elapsed time and ETA; a summary to stdout.\n"
+      "Exit status 1 when no trial succeeded. Apply the log with `loom build` or `loom bench`.\n\n"
+      "example:\n"
+      "  loom tune --op matmul --shape 1024,1024,1024 --trials 200 --log matmul.jsonl";
+  c.options = workload_options();
+  std::vector<Option> more = {
+      {"--log", "FILE", "the tuning log records are appended to (required)"},
+      {"--trials", "N", "trials to measure (default: 200; fewer when the space is smaller)"},
+      {"--tuner", "NAME", "xgb (cost model + simulated annealing), random, grid or ga (default: xgb)"},
+      {"--resume", "", "skip configs already in --log and learn from them first"},
+      {"--transfer-from", "FILE", "seed the xgb cost model with another log's records", true},
+      {"--timeout", "S", "seconds allowed to build, and to run, one candidate (default: 10)"},
+      {"--jobs", "N", "candidates built in parallel (default: 0, one per core)"},
+      {"--seed", "N", "seed of the tuner's random choices (default: 0)"},
+      {"--batch", "N", "candidates proposed and measured per batch (default: 16)"},
+      {"--repeat", "R", "timed repeats per candidate (default: 3)"},
+      {"--min-repeat-ms", "MS", "minimum duration of one timed repeat (default: 100)"},
+      {"--early-stopping", "N", "stop after N trials without improvement (default: never)"},
+      {"--no-check", "", "skip comparing each candidate's output with the reference"},
+      {"--quiet", "", "no progress on stderr"},
+  };
+  c.options.insert(c.options.end(), more.begin(), more.end());
+  c.run = run;
+  return c;
+}
+
+}  // namespace loom::cli

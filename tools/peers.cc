@@ -1,0 +1,170 @@
+// Peer implementations for `loom bench`.
+#include "peers.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "loom/runtime/error.h"
+
+#ifdef LOOM_CLI_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+#ifdef LOOM_CLI_HAVE_DNNL
+#include <dnnl.hpp>
+#endif
+
+namespace loom::cli {
+namespace {
+
+int64_t attr(const records::Workload& w, const std::string& key, int64_t def) {
+  auto it = w.attrs.find(key);
+  return it == w.attrs.end() ? def : std::stoll(it->second);
+}
+
+#ifdef LOOM_CLI_HAVE_OPENBLAS
+Peer gemm_peer(const records::Workload& w) {
+  Peer p{"OpenBLAS cblas_sgemm", "openblas", nullptr};
+  const std::vector<int64_t> s = w.shape;
+  if (w.op == "matmul") {
+    const int M = int(s[0]), N = int(s[1]), K = int(s[2]);
+    p.run = [=](const std::vector<runtime::NDArray>& in, const runtime::NDArray& out) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, in[0].data<float>(), K,
+                  in[1].data<float>(), N, 0.0f, out.data<float>(), N);
+    };
+  } else if (w.op == "batch_matmul") {
+    const int Bt = int(s[0]), M = int(s[1]), N = int(s[2]), K = int(s[3]);
+    p.name = "OpenBLAS cblas_sgemm (one call per batch)";
+    p.run = [=](const std::vector<runtime::NDArray>& in, const runtime::NDArray& out) {
+      for (int b = 0; b < Bt; ++b)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, in[0].data<float>() + int64_t(b) * M * K,
+                    K, in[1].data<float>() + int64_t(b) * K * N, N, 0.0f, out.data<float>() + int64_t(b) * M * N, N);
+    };
+  } else {  // dense_bias_relu: out[N,M] = relu(X[N,K] W[M,K]^T + bias[M])
+    const int N = int(s[0]), M = int(s[1]), K = int(s[2]);
+    p.name = "OpenBLAS cblas_sgemm + bias/relu pass";
+    p.run = [=](const std::vector<runtime::NDArray>& in, const runtime::NDArray& out) {
+      float* o = out.data<float>();
+      const float* bias = in[2].data<float>();
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, M, K, 1.0f, in[0].data<float>(), K, in[1].data<float>(), K,
+                  0.0f, o, M);
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t j = 0; j < M; ++j) o[i * M + j] = std::max(o[i * M + j] + bias[j], 0.0f);
+    };
+  }
+  return p;
+}
+#endif
+
+#ifdef LOOM_CLI_HAVE_DNNL
+/// oneDNN convolution on NCHW data: the primitive picks its layouts; the weights are
+/// reordered once, data and result on every call (as a user holding NCHW tensors would).
+Peer dnnl_conv_peer(const records::Workload& w) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  using dt = memory::data_type;
+  const bool depthwise = w.op == "depthwise_conv2d_nchw";
+  const auto& s = w.shape;
+  const int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  const int64_t K = depthwise ? C : s[4], R = depthwise ? s[4] : s[5], S = depthwise ? s[5] : s[6];
+  const int64_t stride = attr(w, "stride", 1), pad = attr(w, "pad", 0);
+  const int64_t OH = (H + 2 * pad - R) / stride + 1, OW = (W + 2 * pad - S) / stride + 1;
+
+  struct State {
+    engine eng{engine::kind::cpu, 0};
+    stream strm{eng};
+    convolution_forward conv;
+    memory::desc src_user, wei_user, dst_user, src_md, wei_md, dst_md;
+    memory wei, src_u, dst_u, src, dst;
+    reorder src_reorder, dst_reorder;
+    const void* wei_src = nullptr;  // the kernel array the reordered weights came from
+  };
+  auto st = std::make_shared<State>();
+  memory::dims src_dims{N, C, H, W}, dst_dims{N, K, OH, OW};
+  memory::dims wei_dims = depthwise ? memory::dims{C, 1, 1, R, S} : memory::dims{K, C, R, S};
+  st->src_user = memory::desc(src_dims, dt::f32, tag::nchw);
+  st->dst_user = memory::desc(dst_dims, dt::f32, tag::nchw);
+  st->wei_user = memory::desc(wei_dims, dt::f32, depthwise ? tag::goihw : tag::oihw);
+  memory::desc src_any(src_dims, dt::f32, tag::any), dst_any(dst_dims, dt::f32, tag::any),
+      wei_any(wei_dims, dt::f32, tag::any);
+  memory::dims strides{stride, stride}, padding{pad, pad};
+#if DNNL_VERSION_MAJOR >= 3
+  convolution_forward::primitive_desc pd(st->eng, prop_kind::forward_inference, algorithm::convolution_direct, src_any,
+                                         wei_any, dst_any, strides, padding, padding);
+#else
+  convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src_any, wei_any, dst_any,
+                              strides, padding, padding);
+  convolution_forward::primitive_desc pd(d, st->eng);
+#endif
+  st->conv = convolution_forward(pd);
+  st->src_md = pd.src_desc();
+  st->wei_md = pd.weights_desc();
+  st->dst_md = pd.dst_desc();
+  st->wei = memory(st->wei_md, st->eng);
+
+  // Reorders are created once; each call only points the user-layout memories at the arrays.
+  st->src_u = memory(st->src_user, st->eng, nullptr);
+  st->dst_u = memory(st->dst_user, st->eng, nullptr);
+  st->src = st->src_md == st->src_user ? st->src_u : memory(st->src_md, st->eng);
+  st->dst = st->dst_md == st->dst_user ? st->dst_u : memory(st->dst_md, st->eng);
+  if (st->src_md != st->src_user) st->src_reorder = reorder(st->src_u, st->src);
+  if (st->dst_md != st->dst_user) st->dst_reorder = reorder(st->dst, st->dst_u);
+
+  Peer p{depthwise ? "oneDNN convolution (groups = channels)" : "oneDNN convolution", "onednn", nullptr};
+  p.run = [st](const std::vector<runtime::NDArray>& in, const runtime::NDArray& out) {
+    if (st->wei_src != in[1].data<float>()) {
+      memory wei_u(st->wei_user, st->eng, in[1].data<float>());
+      reorder(wei_u, st->wei).execute(st->strm, wei_u, st->wei);
+      st->wei_src = in[1].data<float>();
+    }
+    st->src_u.set_data_handle(in[0].data<float>());
+    st->dst_u.set_data_handle(out.data<float>());
+    if (st->src_reorder) st->src_reorder.execute(st->strm, st->src_u, st->src);
+    st->conv.execute(st->strm, {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_WEIGHTS, st->wei}, {DNNL_ARG_DST, st->dst}});
+    if (st->dst_reorder) st->dst_reorder.execute(st->strm, st->dst, st->dst_u);
+    st->strm.wait();
+  };
+  return p;
+}
+#endif
+
+}  // namespace
+
+std::optional<Peer> find_peer(const records::Workload& w, std::string* why_not) {
+  auto none = [&](std::string why) -> std::optional<Peer> {
+    if (why_not) *why_not = std::move(why);
+    return std::nullopt;
+  };
+  if (w.dtype != "float32") return none(fmt::format("no peer for {}", w.dtype));
+  if (w.op == "matmul" || w.op == "batch_matmul" || w.op == "dense_bias_relu") {
+#ifdef LOOM_CLI_HAVE_OPENBLAS
+    return gemm_peer(w);
+#else
+    return none("built without OpenBLAS");
+#endif
+  }
+  if (w.op == "conv2d_nchw" || w.op == "depthwise_conv2d_nchw") {
+#ifdef LOOM_CLI_HAVE_DNNL
+    try {
+      return dnnl_conv_peer(w);
+    } catch (const std::exception& e) {
+      return none(fmt::format("oneDNN rejected the convolution: {}", e.what()));
+    }
+#else
+    return none("built without oneDNN");
+#endif
+  }
+  return none(fmt::format("no peer library for {}", w.op));
+}
+
+void set_peer_threads(int n) {
+#ifdef LOOM_CLI_HAVE_OPENBLAS
+  openblas_set_num_threads(n);
+#endif
+  // oneDNN runs on OpenMP here; its runtime reads OMP_NUM_THREADS when loaded, so set it directly.
+  using SetThreads = void (*)(int);
+  if (auto f = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) f(n);
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,28 @@
+// Peer libraries `loom bench` compares with: OpenBLAS for the GEMM-like templates, oneDNN for
+// convolutions, each optional at build time.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/records/record.h"
+#include "loom/runtime/ndarray.h"
+
+namespace loom::cli {
+
+/// A peer implementation of a workload. `run` reads the inputs (as loom's function takes
+/// them, in call order) and writes the output array (shaped like loom's).
+struct Peer {
+  std::string name;  // "OpenBLAS cblas_sgemm"
+  std::string key;   // "openblas", for JSON
+  std::function<void(const std::vector<runtime::NDArray>& inputs, const runtime::NDArray& out)> run;
+};
+
+/// The peer for `w` in this build, or none; `why_not` then says why ("no peer for softmax",
+/// "built without oneDNN").
+std::optional<Peer> find_peer(const records::Workload& w, std::string* why_not);
+/// Sets the peer libraries' thread counts (OpenBLAS, and oneDNN's OpenMP).
+void set_peer_threads(int n);
+
+}  // namespace loom::cli

@@ -1,0 +1,220 @@
+// GPU schedule templates for target kind "cuda" (AutoTVM-style), registered as
+// "matmul_cuda", "conv2d_nchw_cuda" and "depthwise_conv2d_nchw_cuda" so that the CPU
+// templates of the same operators stay as they are.
+//
+// Every output spatial axis is split four ways, [block, vthread, thread, inner], bound to
+// blockIdx / vthread / threadIdx; a local accumulator (cache_write "local") is computed at
+// the thread's inner tile; its reduction is split by a tile_k-style knob and the inputs are
+// fetched into shared memory (cache_read "shared") at the reduction's outer loop, the fetch
+// fused, split over the block's threads and bound to them (cooperative fetching). An unroll
+// knob unrolls the inner reduction. Configs with more than 1024 threads per block or more
+// than 48 KiB of shared memory are rejected as instantiation errors.
+#include "templates.h"
+
+namespace loom::tuner {
+namespace {
+
+using te::IterVar;
+using te::Tensor;
+using te::Var;
+
+SplitOptions four_way() {
+  SplitOptions o;
+  o.num_outputs = 4;
+  o.policy = SplitOptions::kFactors;
+  return o;
+}
+
+/// Shared scheduling: `out` has spatial axes `axes` (outermost first, each tiled by the knob
+/// of the same index in `knobs`, at most three: bound to z, y, x); its accumulator `acc`
+/// reduces over `acc_reduce` whose first axis is split by knob "tile_k" (the rest stay
+/// inside, in order); `shared` are the input stages fetched at the split's outer loop.
+void schedule_gpu(ConfigContext& cfg, Schedule& s, schedule::Stage out, const std::vector<IterVar>& axes,
+                  const std::vector<std::string>& knobs, schedule::Stage acc, const std::vector<IterVar>& acc_axes,
+                  const std::vector<IterVar>& acc_reduce, const std::vector<Tensor>& shared, int64_t shared_elem_bound) {
+  static const char* dims[] = {"z", "y", "x"};
+  const size_t off = 3 - axes.size();
+  std::vector<std::vector<IterVar>> parts;
+  int64_t threads = 1;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    parts.push_back(cfg.apply_split(knobs[i], out, axes[i]));
+    threads *= cfg.value(knobs[i])[2];
+  }
+  std::vector<IterVar> order;
+  for (int level = 0; level < 4; ++level)
+    for (auto& p : parts) order.push_back(p[level]);
+  out.reorder(order);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    std::string d = dims[off + i];
+    out.bind(parts[i][0], te::thread_axis("blockIdx." + d));
+    out.bind(parts[i][1], te::thread_axis("vthread"));
+    out.bind(parts[i][2], te::thread_axis("threadIdx." + d));
+  }
+  if (threads > 1024) throw InstantiationError(fmt::format("{} threads per block (at most 1024)", threads));
+  if (shared_elem_bound * 4 > 48 * 1024)
+    throw InstantiationError(fmt::format("about {} bytes of shared memory (at most 49152)", shared_elem_bound * 4));
+  acc.compute_at(out, parts.back()[2]);
+  std::vector<IterVar> kparts = cfg.apply_split("tile_k", acc, acc_reduce[0]);
+  std::vector<IterVar> acc_order = {kparts[0]};
+  for (size_t r = 1; r < acc_reduce.size(); ++r) acc_order.push_back(acc_reduce[r]);
+  acc_order.push_back(kparts[1]);
+  for (const auto& a : acc_axes) acc_order.push_back(a);
+  acc.reorder(acc_order);
+  if (cfg.choice("unroll_k", {0, 1}) == 1) acc.unroll(kparts[1]);
+  for (const Tensor& t : shared) {
+    schedule::Stage st = s[t];
+    st.compute_at(acc, kparts[0]);
+    std::vector<IterVar> ax;
+    for (size_t i = 0; i < t.shape().size(); ++i) ax.push_back(st.axis(i));
+    IterVar fused = st.fuse(ax);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      auto [th, rest] = st.split_nparts(fused, cfg.value(knobs[i])[2]);
+      st.bind(th, te::thread_axis(std::string("threadIdx.") + dims[off + i]));
+      fused = rest;
+    }
+  }
+}
+
+int64_t prod(const std::vector<int64_t>& v, size_t from) {
+  int64_t p = 1;
+  for (size_t i = from; i < v.size(); ++i) p *= v[i];
+  return p;
+}
+
+// ---- matmul
+std::vector<Tensor> matmul_compute(const records::Workload& w) {
+  const int64_t M = w.shape[0], N = w.shape[1], K = w.shape[2];
+  Tensor A = te::placeholder({M, K}, DataType::Float(32), "A");
+  Tensor B = te::placeholder({K, N}, DataType::Float(32), "B");
+  IterVar k = te::reduce_axis({0, K}, "k");
+  Tensor C = te::compute({M, N}, [&](Var i, Var j) { return te::sum(A(i, k) * B(k, j), {k}); }, "C", "matmul");
+  return {A, B, C};
+}
+
+Schedule matmul_schedule(ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
+  Tensor A = args[0], B = args[1], C = args[2];
+  const int64_t M = *te::as_const_int(C.shape()[0]), N = *te::as_const_int(C.shape()[1]);
+  const int64_t K = *te::as_const_int(A.shape()[1]);
+  cfg.split("tile_y", M, four_way());
+  cfg.split("tile_x", N, four_way());
+  cfg.split("tile_k", K, SplitOptions{SplitOptions::kFactors, 2, 64, {}});
+  Schedule s = create_schedule({C});
+  Tensor AA = s.cache_read(A, "shared", std::vector<Tensor>{C});
+  Tensor BB = s.cache_read(B, "shared", std::vector<Tensor>{C});
+  Tensor CL = s.cache_write(C, "local");
+  const auto &ty = cfg.value("tile_y"), &tx = cfg.value("tile_x");
+  int64_t kin = cfg.value("tile_k")[1];
+  int64_t shared = prod(ty, 1) * kin + prod(tx, 1) * kin;
+  schedule::Stage acc = s[CL];
+  schedule_gpu(cfg, s, s[C], {s[C].axis(0), s[C].axis(1)}, {"tile_y", "tile_x"}, acc, {acc.axis(0), acc.axis(1)},
+               {acc.reduce_axis(0)}, {AA, BB}, shared);
+  return s;
+}
+
+Template matmul_cuda() {
+  Template t;
+  t.name = "matmul_cuda";
+  t.shape_doc = "M,N,K";
+  t.doc = "C[M,N] = A[M,K] * B[K,N], float32, GPU (shared-memory tiles, vthreads)";
+  t.targets = {"cuda"};
+  t.check = [](const records::Workload& w) { tmpl::check_shape(w, {"M", "N", "K"}); };
+  t.flop = [](const records::Workload& w) { return 2.0 * double(w.shape[0]) * double(w.shape[1]) * double(w.shape[2]); };
+  t.compute = matmul_compute;
+  t.schedule = matmul_schedule;
+  return t;
+}
+
+// ---- conv2d_nchw and depthwise: shape N,C,H,W,K,R,S (depthwise: K = C * multiplier)
+struct ConvDims {
+  int64_t n, c, h, w, k, r, s, stride, pad;
+};
+ConvDims conv_dims(const records::Workload& w) {
+  return {w.shape[0], w.shape[1], w.shape[2], w.shape[3], w.shape[4], w.shape[5], w.shape[6],
+          tmpl::int_attr(w, "stride", 1, 1), tmpl::int_attr(w, "pad", 0, 0)};
+}
+
+void conv_check(const records::Workload& w, bool depthwise) {
+  tmpl::check_shape(w, {"N", "C", "H", "W", "K", "R", "S"});
+  for (const auto& [k, v] : w.attrs)
+    LOOM_CHECK(k == "stride" || k == "pad", "{}: unknown attribute '{}' (expected stride, pad)", w.op, k);
+  ConvDims d = conv_dims(w);
+  LOOM_CHECK(!depthwise || d.k % d.c == 0, "{}: K ({}) must be a multiple of C ({})", w.op, d.k, d.c);
+  LOOM_CHECK(d.h + 2 * d.pad >= d.r && d.w + 2 * d.pad >= d.s, "{}: the kernel is larger than the padded input", w.op);
+}
+
+std::vector<Tensor> conv_compute(const records::Workload& w, bool depthwise) {
+  ConvDims d = conv_dims(w);
+  Tensor data = te::placeholder({d.n, d.c, d.h, d.w}, DataType::Float(32), "data");
+  if (depthwise) {
+    Tensor kernel = te::placeholder({d.c, d.k / d.c, d.r, d.s}, DataType::Float(32), "kernel");
+    return {data, kernel,
+            te::ops::depthwise_conv2d_nchw(data, kernel, {d.stride, d.stride}, {d.pad, d.pad})};
+  }
+  Tensor kernel = te::placeholder({d.k, d.c, d.r, d.s}, DataType::Float(32), "kernel");
+  return {data, kernel, te::ops::conv2d_nchw(data, kernel, {d.stride, d.stride}, {d.pad, d.pad})};
+}
+
+Schedule conv_schedule(ConfigContext& cfg, const std::vector<Tensor>& args, bool depthwise) {
+  Tensor data = args[0], kernel = args[1], out = args[2];
+  const int64_t K = *te::as_const_int(out.shape()[1]), OH = *te::as_const_int(out.shape()[2]),
+                OW = *te::as_const_int(out.shape()[3]);
+  cfg.split("tile_f", K, four_way());
+  cfg.split("tile_y", OH, four_way());
+  cfg.split("tile_x", OW, four_way());
+  Schedule s = create_schedule({out});
+  // Padding is inlined into the shared-memory fetch.
+  for (const auto& in : out.op()->input_tensors())
+    if (in.op() != data.op() && in.op() != kernel.op()) s[in].compute_inline();
+  Tensor padded = out.op()->input_tensors()[0];
+  Tensor DS = s.cache_read(padded, "shared", std::vector<Tensor>{out});
+  Tensor KS = s.cache_read(kernel, "shared", std::vector<Tensor>{out});
+  Tensor OL = s.cache_write(out, "local");
+  schedule::Stage acc = s[OL];
+  std::vector<IterVar> red;
+  for (size_t i = 0; i < OL.op()->reduce_axis.size(); ++i) red.push_back(acc.reduce_axis(i));
+  cfg.split("tile_k", *te::as_const_int(red[0]->dom.extent), SplitOptions{SplitOptions::kFactors, 2, 32, {}});
+  const auto &tf = cfg.value("tile_f"), &ty = cfg.value("tile_y"), &tx = cfg.value("tile_x");
+  int64_t kin = cfg.value("tile_k")[1];
+  ConvDims d{0, 0, 0, 0, 0, *te::as_const_int(kernel.shape()[2]), *te::as_const_int(kernel.shape()[3]), 1, 0};
+  int64_t span_y = prod(ty, 1) * 2 + d.r, span_x = prod(tx, 1) * 2 + d.s;  // bound with stride <= 2
+  int64_t shared = (depthwise ? prod(tf, 1) : kin) * span_y * span_x + prod(tf, 1) * (depthwise ? 1 : kin) * d.r * d.s;
+  // Batch shares blockIdx.z with the outer output-channel tile.
+  schedule::Stage o = s[out];
+  IterVar n = o.axis(0);
+  std::vector<IterVar> acc_axes;
+  for (int i = 0; i < 4; ++i) acc_axes.push_back(acc.axis(i));
+  schedule_gpu(cfg, s, o, {o.axis(1), o.axis(2), o.axis(3)}, {"tile_f", "tile_y", "tile_x"}, acc, acc_axes, red,
+               {DS, KS}, shared);
+  (void)n;
+  return s;
+}
+
+Template conv_template(bool depthwise) {
+  Template t;
+  t.name = depthwise ? "depthwise_conv2d_nchw_cuda" : "conv2d_nchw_cuda";
+  t.shape_doc = "N,C,H,W,K,R,S";
+  t.doc = depthwise ? "depthwise conv2d NCHW, float32, GPU (K = C * multiplier; attrs stride, pad)"
+                    : "conv2d NCHW, float32, GPU (shared-memory tiles, vthreads; attrs stride, pad)";
+  t.targets = {"cuda"};
+  t.check = [depthwise](const records::Workload& w) { conv_check(w, depthwise); };
+  t.flop = [depthwise](const records::Workload& w) {
+    ConvDims d = conv_dims(w);
+    double oh = double((d.h + 2 * d.pad - d.r) / d.stride + 1), ow = double((d.w + 2 * d.pad - d.s) / d.stride + 1);
+    return 2.0 * double(d.n) * double(d.k) * oh * ow * double(d.r * d.s) * (depthwise ? 1.0 : double(d.c));
+  };
+  t.compute = [depthwise](const records::Workload& w) { return conv_compute(w, depthwise); };
+  t.schedule = [depthwise](ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
+    return conv_schedule(cfg, args, depthwise);
+  };
+  return t;
+}
+
+[[maybe_unused]] const bool registered = [] {
+  register_template(matmul_cuda());
+  register_template(conv_template(false));
+  register_template(conv_template(true));
+  return true;
+}();
+
+}  // namespace
+}  // namespace loom::tuner
