@@ -27,8 +27,7 @@ std::vector<std::string> split_list(const std::string& s, char sep) {
 int parse_int(const std::string& s, const char* what) {
   char* end = nullptr;
   long v = std::strtol(s.c_str(), &end, 10);
-  LOOM_CHECK(!s.empty() && end && *end == '\0' && v > 0 && v < (1L << 30), "bad {} '{}' (a positive integer)", what,
-             s);
+  LOOM_CHECK(!s.empty() && end && *end == '\0' && v > 0 && v < (1L << 30), "bad {} '{}' (a positive integer)", what, s);
   return int(v);
 }
 
@@ -39,8 +38,8 @@ std::vector<int> parse_int_list(const std::string& s, const char* what) {
   return out;
 }
 
-std::vector<double> interleaved_times(const std::vector<std::function<void()>>& fs, int repeat,
-                                      double min_repeat_ms, double settle_ms, bool best) {
+std::vector<double> interleaved_times(const std::vector<std::function<void()>>& fs, int repeat, double min_repeat_ms,
+                                      double settle_ms, bool best) {
   auto settle = [&] {
     if (settle_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(settle_ms));
   };
@@ -65,8 +64,10 @@ std::vector<double> interleaved_times(const std::vector<std::function<void()>>& 
   std::vector<double> out;
   for (auto& v : t) {
     std::sort(v.begin(), v.end());
-    if (best) out.push_back(v.front());
-    else out.push_back(v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+    if (best)
+      out.push_back(v.front());
+    else
+      out.push_back(v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
   }
   return out;
 }
@@ -176,8 +177,10 @@ std::string sanitize(const std::string& key) {
   std::string out;
   for (char c : key) {
     bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-    if (keep) out += c;
-    else if (!out.empty() && out.back() != '_') out += '_';
+    if (keep)
+      out += c;
+    else if (!out.empty() && out.back() != '_')
+      out += '_';
   }
   while (!out.empty() && out.back() == '_') out.pop_back();
   return out;

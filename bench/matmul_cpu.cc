@@ -213,7 +213,7 @@ Kernel build_tuned(const Shape& sh, const Options& o) {
     if (lanes > 1) s[out].vectorize(s[out].split(s[out].axis(1), lanes).second);
   }
 
-  if (o.print_ir) std::cout << lower::lower(s, {A, B, out}, "matmul") << "\n";
+  if (o.print_ir) std::cout << lowering::lower(s, {A, B, out}, "matmul") << "\n";
   Kernel r;
   r.module = build(s, {A, B, out}, Target("llvm"), "matmul");
   r.f = r.module.get_function("matmul");

@@ -110,7 +110,8 @@ Options parse_args(int argc, char** argv) {
     } else if (a == "--tasks") {
       o.tasks = bench::split_list(value(), ',');
       for (const auto& t : o.tasks) {
-        bool known = std::any_of(all_tasks().begin(), all_tasks().end(), [&](const TaskSpec& s) { return s.name == t; });
+        bool known =
+            std::any_of(all_tasks().begin(), all_tasks().end(), [&](const TaskSpec& s) { return s.name == t; });
         LOOM_CHECK(known, "tune_efficiency: unknown task '{}' (see --help)", t);
       }
     } else if (a == "--tuners") {
@@ -133,7 +134,8 @@ Options parse_args(int argc, char** argv) {
       fail("tune_efficiency: unknown argument '{}' (see --help)", a);
     }
   }
-  LOOM_CHECK(!o.seeds.empty() && !o.tuners.empty() && !o.tasks.empty(), "tune_efficiency: empty --seeds/--tuners/--tasks");
+  LOOM_CHECK(!o.seeds.empty() && !o.tuners.empty() && !o.tasks.empty(),
+             "tune_efficiency: empty --seeds/--tuners/--tasks");
   return o;
 }
 
@@ -365,19 +367,20 @@ int main(int argc, char** argv) try {
     tr.compile_s = compile_seconds(task, o.compile_samples);
     if (o.svg) {
       std::ofstream svg(fs::path(o.log_dir) / (spec.name + ".svg"));
-      svg << records::plot_svg(tr.mean_curves, fmt::format("{}: mean best-so-far over {} seeds", task.key(),
-                                                           o.seeds.size()));
+      svg << records::plot_svg(tr.mean_curves,
+                               fmt::format("{}: mean best-so-far over {} seeds", task.key(), o.seeds.size()));
     }
     out.push_back(std::move(tr));
   }
 
   // ---- report
-  std::printf("loom tune_efficiency: %d trials per run, batch %d, seeds %zu, min_repeat_ms %.0f, cpu %s%s\n\n", o.trials,
-              o.batch, o.seeds.size(), o.min_repeat_ms, tuner::host_cpu_name().c_str(),
+  std::printf("loom tune_efficiency: %d trials per run, batch %d, seeds %zu, min_repeat_ms %.0f, cpu %s%s\n\n",
+              o.trials, o.batch, o.seeds.size(), o.min_repeat_ms, tuner::host_cpu_name().c_str(),
               o.no_tune ? " (--no-tune: only the runs with logs; the runs column says how many)" : "");
-  std::printf("Trials to reach 95%% of the best GFLOP/s any run found (mean over seeds; a run that never reaches it "
-              "counts as %d and is marked *)\n",
-              o.trials + 1);
+  std::printf(
+      "Trials to reach 95%% of the best GFLOP/s any run found (mean over seeds; a run that never reaches it "
+      "counts as %d and is marked *)\n",
+      o.trials + 1);
   std::printf("%-14s %10s %9s", "task", "space", "best");
   for (const auto& tn : o.tuners) std::printf(" %12s", tn.c_str());
   std::printf(" %10s", "xgb/random");
@@ -414,8 +417,10 @@ int main(int argc, char** argv) try {
     }
     for (const auto& tn : o.tuners) {
       auto it = tr.final_best.find(tn);
-      if (it == tr.final_best.end()) std::printf(" %10s", "-");
-      else std::printf(" %10.1f", std::accumulate(it->second.begin(), it->second.end(), 0.0) / double(it->second.size()));
+      if (it == tr.final_best.end())
+        std::printf(" %10s", "-");
+      else
+        std::printf(" %10.1f", std::accumulate(it->second.begin(), it->second.end(), 0.0) / double(it->second.size()));
     }
     std::printf(" %6s\n", runs.c_str());
   }
@@ -423,29 +428,34 @@ int main(int argc, char** argv) try {
     std::printf("%-14s %10s %9s", "mean", "", "");
     for (const auto& tn : o.tuners) {
       const auto& v = per_tuner_all[tn];
-      if (v.empty()) std::printf(" %12s", "-");
-      else std::printf(" %11.1f ", std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()));
+      if (v.empty())
+        std::printf(" %12s", "-");
+      else
+        std::printf(" %11.1f ", std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()));
     }
     std::printf(" %10.2f   (xgb/random: geometric mean of the per-task ratios; target <= 0.33)\n",
                 bench::geomean(ratios));
   }
   std::printf("(best and final: GFLOP/s; final = mean over seeds of each run's best; runs: runs per tuner)\n\n");
 
-  std::printf("Cost model (XGBoost, rank:pairwise) on held-out configs: fit on 80%% of a task's distinct measured "
-              "configs, %d random splits\n",
-              o.splits);
+  std::printf(
+      "Cost model (XGBoost, rank:pairwise) on held-out configs: fit on 80%% of a task's distinct measured "
+      "configs, %d random splits\n",
+      o.splits);
   std::printf("%-14s %7s %7s %10s %8s %8s\n", "task", "train", "test", "pairwise", "top-1", "top-5");
   for (const TaskResult& tr : out)
     std::printf("%-14s %7d %7d %10.3f %8.2f %8.2f\n", tr.spec.name.c_str(), tr.quality.train, tr.quality.test,
                 tr.quality.pairwise, tr.quality.top1, tr.quality.top5);
-  std::printf("(pairwise: share of held-out valid pairs ordered correctly; top-k: share of the true top k among the "
-              "predicted top k)\n\n");
+  std::printf(
+      "(pairwise: share of held-out valid pairs ordered correctly; top-k: share of the true top k among the "
+      "predicted top k)\n\n");
 
   std::printf("Throughput\n%-14s %16s %18s %16s\n", "task", "compile s/cand", "median all_cost s", "cand/minute");
   for (const TaskResult& tr : out)
     std::printf("%-14s %16.3f %18.3f %16.1f\n", tr.spec.name.c_str(), tr.compile_s, tr.median_all_cost, tr.per_minute);
-  std::printf("(compile: median of instantiate+build of random configs in this process; all_cost: the records' "
-              "build+measure time per trial; cand/minute: from record timestamps, median over runs)\n");
+  std::printf(
+      "(compile: median of instantiate+build of random configs in this process; all_cost: the records' "
+      "build+measure time per trial; cand/minute: from record timestamps, median over runs)\n");
   if (o.svg) std::printf("\ncurves: %s/<task>.svg\n", o.log_dir.c_str());
   return 0;
 } catch (const std::exception& e) {

@@ -14,7 +14,9 @@
 // Threads: loom's pool is resized (runtime::ThreadPool::global().resize), OpenBLAS with
 // openblas_set_num_threads. The installed oneDNN uses the OpenMP CPU runtime
 // (DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP; it has no dnnl::set_max_threads), so its threads are
-// set with omp_set_num_threads, which oneDNN reads when a primitive or dnnl_sgemm runs.
+// set with omp_set_num_threads: dnnl_sgemm reads it at each call, a primitive when it is
+// created (its work partition is fixed then), so the convolutions are created anew for each
+// thread count, after omp_set_num_threads.
 //
 // oneDNN's convolution is created with format_tag::any for source, weights and destination,
 // so it picks its own blocked layouts; the reorders from and to the user's NCHW/OIHW arrays
@@ -56,8 +58,8 @@ namespace {
 
 struct Options {
   std::string log_dir = "tuned_cpu_logs";
-  int trials = 200;       // matmul and dense
-  int conv_trials = 64;   // each conv layer
+  int trials = 200;      // matmul and dense
+  int conv_trials = 64;  // each conv layer
   bool resume = false, no_tune = false;
   std::vector<std::string> sections = {"matmul", "dense", "conv"};
   std::vector<int> matmul_sizes = {1024, 2048};
@@ -116,8 +118,8 @@ Options parse_args(int argc, char** argv) {
     } else if (a == "--sections") {
       o.sections = bench::split_list(value(), ',');
       for (const auto& s : o.sections)
-        LOOM_CHECK(s == "matmul" || s == "dense" || s == "conv", "tuned_cpu: unknown section '{}' (matmul, dense, conv)",
-                   s);
+        LOOM_CHECK(s == "matmul" || s == "dense" || s == "conv",
+                   "tuned_cpu: unknown section '{}' (matmul, dense, conv)", s);
     } else if (a == "--matmul-sizes") {
       o.matmul_sizes = bench::parse_int_list(value(), "--matmul-sizes");
     } else if (a == "--threads") {
@@ -144,7 +146,9 @@ Options parse_args(int argc, char** argv) {
   return o;
 }
 
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 runtime::NDArray f32(std::vector<int64_t> shape, uint64_t seed = 0) {
   runtime::NDArray a = runtime::NDArray::empty(std::move(shape), DataType::Float(32));
@@ -173,28 +177,40 @@ struct Case {
   int trials = 0;
   std::string log;
   std::vector<runtime::NDArray> args;  // loom's call arguments, output last
-  std::vector<Peer> peers;
-  std::shared_ptr<void> keep;  // peer state (oneDNN primitives, memories)
+  /// The peers, made after the thread count is set: oneDNN fixes a primitive's number of
+  /// threads when the primitive is created.
+  std::function<std::vector<Peer>()> make_peers;
 };
 
 // ---------------------------------------------------------------- workloads and peers
 
 Case matmul_case(int n) {
-  Case c{"matmul", fmt::format("matmul {0}x{0}x{0}", n),
-         tuner::Task::create("matmul", {n, n, n}, Target::host()), 0, "", {}, {}, {}};
+  Case c{"matmul",
+         fmt::format("matmul {0}x{0}x{0}", n),
+         tuner::Task::create("matmul", {n, n, n}, Target::host()),
+         0,
+         "",
+         {},
+         {}};
   runtime::NDArray a = f32({n, n}, 1), b = f32({n, n}, 2);
   c.args = {a, b, f32({n, n})};
   runtime::NDArray o1 = f32({n, n}), o2 = f32({n, n});
-  c.peers.push_back({"OpenBLAS", [=] {
+  c.make_peers = [=] {
+    std::vector<Peer> peers;
+    peers.push_back({"OpenBLAS",
+                     [=] {
                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data<float>(), n,
                                    b.data<float>(), n, 0.0f, o1.data<float>(), n);
                      },
                      o1, true});
-  c.peers.push_back({"oneDNN", [=] {
+    peers.push_back({"oneDNN",
+                     [=] {
                        dnnl_sgemm('N', 'N', n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n, 0.0f,
                                   o2.data<float>(), n);
                      },
                      o2, false});
+    return peers;
+  };
   return c;
 }
 
@@ -207,23 +223,34 @@ void bias_relu(float* out, const float* bias, int64_t rows, int64_t cols) {
 
 /// relu(X[N,K] * W[M,K]^T + bias[M]).
 Case dense_case(int N, int M, int K) {
-  Case c{"dense", fmt::format("dense+bias+relu {}x{}x{}", N, M, K),
-         tuner::Task::create("dense_bias_relu", {N, M, K}, Target::host()), 0, "", {}, {}, {}};
+  Case c{"dense",
+         fmt::format("dense+bias+relu {}x{}x{}", N, M, K),
+         tuner::Task::create("dense_bias_relu", {N, M, K}, Target::host()),
+         0,
+         "",
+         {},
+         {}};
   runtime::NDArray x = f32({N, K}, 3), w = f32({M, K}, 4), bias = f32({M}, 5);
   c.args = {x, w, bias, f32({N, M})};
   runtime::NDArray o1 = f32({N, M}), o2 = f32({N, M});
-  c.peers.push_back({"OpenBLAS+pass", [=] {
+  c.make_peers = [=] {
+    std::vector<Peer> peers;
+    peers.push_back({"OpenBLAS+pass",
+                     [=] {
                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, M, K, 1.0f, x.data<float>(), K,
                                    w.data<float>(), K, 0.0f, o1.data<float>(), M);
                        bias_relu(o1.data<float>(), bias.data<float>(), N, M);
                      },
                      o1, true});
-  c.peers.push_back({"oneDNN+pass", [=] {
+    peers.push_back({"oneDNN+pass",
+                     [=] {
                        dnnl_sgemm('N', 'T', N, M, K, 1.0f, x.data<float>(), K, w.data<float>(), K, 0.0f,
                                   o2.data<float>(), M);
                        bias_relu(o2.data<float>(), bias.data<float>(), N, M);
                      },
                      o2, false});
+    return peers;
+  };
   return c;
 }
 
@@ -248,61 +275,70 @@ Case conv_case(const ConvLayer& l) {
          fmt::format("conv C={} H={} K={} {}x{} s{} p{}", l.C, l.H, l.K, l.R, l.R, l.stride, l.pad),
          tuner::Task::create("conv2d_nchw", {1, l.C, l.H, l.H, l.K, l.R, l.R}, Target::host(), "float32",
                              {{"stride", std::to_string(l.stride)}, {"pad", std::to_string(l.pad)}}),
-         0, "", {}, {}, {}};
+         0,
+         "",
+         {},
+         {}};
   runtime::NDArray data = f32({1, l.C, l.H, l.H}, 6), kernel = f32({l.K, l.C, l.R, l.R}, 7);
   c.args = {data, kernel, f32({1, l.K, OH, OH})};
   runtime::NDArray o1 = f32({1, l.K, OH, OH}), o2 = f32({1, l.K, OH, OH});
 
-  auto d = std::make_shared<DnnlConv>();
-  const memory::dims src_dims{1, l.C, l.H, l.H}, wei_dims{l.K, l.C, l.R, l.R}, dst_dims{1, l.K, OH, OH};
-  const memory::dims strides{l.stride, l.stride}, padding{l.pad, l.pad};
-  auto any = [](const memory::dims& dims) { return memory::desc(dims, memory::data_type::f32, memory::format_tag::any); };
+  c.make_peers = [=] {
+    std::vector<Peer> peers;
+    auto d = std::make_shared<DnnlConv>();
+    const memory::dims src_dims{1, l.C, l.H, l.H}, wei_dims{l.K, l.C, l.R, l.R}, dst_dims{1, l.K, OH, OH};
+    const memory::dims strides{l.stride, l.stride}, padding{l.pad, l.pad};
+    auto any = [](const memory::dims& dims) {
+      return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
+    };
 #if DNNL_VERSION_MAJOR >= 3
-  dnnl::convolution_forward::primitive_desc pd(d->eng, dnnl::prop_kind::forward_inference,
-                                               dnnl::algorithm::convolution_direct, any(src_dims), any(wei_dims),
-                                               any(dst_dims), strides, padding, padding);
+    dnnl::convolution_forward::primitive_desc pd(d->eng, dnnl::prop_kind::forward_inference,
+                                                 dnnl::algorithm::convolution_direct, any(src_dims), any(wei_dims),
+                                                 any(dst_dims), strides, padding, padding);
 #else
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                       any(src_dims), any(wei_dims), any(dst_dims), strides, padding, padding);
-  dnnl::convolution_forward::primitive_desc pd(desc, d->eng);
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                         any(src_dims), any(wei_dims), any(dst_dims), strides, padding, padding);
+    dnnl::convolution_forward::primitive_desc pd(desc, d->eng);
 #endif
-  d->conv = dnnl::convolution_forward(pd);
-  d->user_src = memory({src_dims, memory::data_type::f32, memory::format_tag::nchw}, d->eng, data.data<float>());
-  d->user_wei = memory({wei_dims, memory::data_type::f32, memory::format_tag::oihw}, d->eng, kernel.data<float>());
-  d->user_dst = memory({dst_dims, memory::data_type::f32, memory::format_tag::nchw}, d->eng, o1.data<float>());
-  d->src = pd.src_desc() == d->user_src.get_desc() ? d->user_src : memory(pd.src_desc(), d->eng);
-  d->wei = pd.weights_desc() == d->user_wei.get_desc() ? d->user_wei : memory(pd.weights_desc(), d->eng);
-  d->dst = pd.dst_desc() == d->user_dst.get_desc() ? d->user_dst : memory(pd.dst_desc(), d->eng);
-  if (d->wei != d->user_wei) dnnl::reorder(d->user_wei, d->wei).execute(d->strm, d->user_wei, d->wei);
-  if (d->src != d->user_src) d->src_in = std::make_unique<dnnl::reorder>(d->user_src, d->src);
-  if (d->dst != d->user_dst) d->dst_out = std::make_unique<dnnl::reorder>(d->dst, d->user_dst);
-  d->strm.wait();
+    d->conv = dnnl::convolution_forward(pd);
+    d->user_src = memory({src_dims, memory::data_type::f32, memory::format_tag::nchw}, d->eng, data.data<float>());
+    d->user_wei = memory({wei_dims, memory::data_type::f32, memory::format_tag::oihw}, d->eng, kernel.data<float>());
+    d->user_dst = memory({dst_dims, memory::data_type::f32, memory::format_tag::nchw}, d->eng, o1.data<float>());
+    d->src = pd.src_desc() == d->user_src.get_desc() ? d->user_src : memory(pd.src_desc(), d->eng);
+    d->wei = pd.weights_desc() == d->user_wei.get_desc() ? d->user_wei : memory(pd.weights_desc(), d->eng);
+    d->dst = pd.dst_desc() == d->user_dst.get_desc() ? d->user_dst : memory(pd.dst_desc(), d->eng);
+    if (d->wei != d->user_wei) dnnl::reorder(d->user_wei, d->wei).execute(d->strm, d->user_wei, d->wei);
+    if (d->src != d->user_src) d->src_in = std::make_unique<dnnl::reorder>(d->user_src, d->src);
+    if (d->dst != d->user_dst) d->dst_out = std::make_unique<dnnl::reorder>(d->dst, d->user_dst);
+    d->strm.wait();
 
-  DnnlConv* p = d.get();
-  auto run_conv = [p] {
-    p->conv.execute(p->strm, {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei}, {DNNL_ARG_DST, p->dst}});
+    DnnlConv* p = d.get();
+    auto run_conv = [p] {
+      p->conv.execute(p->strm, {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei}, {DNNL_ARG_DST, p->dst}});
+      p->strm.wait();
+    };
+    auto src_in = [p] {
+      if (p->src_in) p->src_in->execute(p->strm, p->user_src, p->src);
+    };
+    auto dst_out = [p] {
+      if (p->dst_out) p->dst_out->execute(p->strm, p->dst, p->user_dst);
+      p->strm.wait();
+    };
+    // Timed: the convolution alone. Its result is reordered to NCHW once, for the check, by
+    // the peer below (which runs before any comparison).
+    src_in();
     p->strm.wait();
-  };
-  auto src_in = [p] {
-    if (p->src_in) p->src_in->execute(p->strm, p->user_src, p->src);
-  };
-  auto dst_out = [p] {
-    if (p->dst_out) p->dst_out->execute(p->strm, p->dst, p->user_dst);
-    p->strm.wait();
-  };
-  // Timed: the convolution alone. Its result is reordered to NCHW once, for the check, by
-  // the peer below (which runs before any comparison).
-  src_in();
-  p->strm.wait();
-  c.peers.push_back({"oneDNN", [run_conv] { run_conv(); }, o1, true});
-  c.peers.push_back({"oneDNN+reorders", [=] {
+    peers.push_back({"oneDNN", [d, run_conv] { run_conv(); }, o1, true});
+    peers.push_back({"oneDNN+reorders",
+                     [=] {
                        src_in();
                        run_conv();
                        dst_out();
                        std::copy_n(o1.data<float>(), o1.numel(), o2.data<float>());
                      },
                      o2, false});
-  c.keep = d;
+    return peers;
+  };
   return c;
 }
 
@@ -393,9 +429,10 @@ int main(int argc, char** argv) try {
   for (int nt : o.threads)
     std::printf("measured FMA peak (%s): %d thread%s %.1f GFLOP/s (%.1f per thread)\n", isa.c_str(), nt,
                 nt > 1 ? "s" : "", peak[nt], peak[nt] / nt);
-  std::printf("oneDNN %d.%d.%d (CPU runtime OpenMP; threads via omp_set_num_threads), conv reorders outside the "
-              "timed region unless '+reorders'\n\n",
-              dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch);
+  std::printf(
+      "oneDNN %d.%d.%d (CPU runtime OpenMP; threads via omp_set_num_threads), conv reorders outside the "
+      "timed region unless '+reorders'\n\n",
+      dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch);
 
   std::vector<Result> results;
   bool ok = true;
@@ -409,34 +446,36 @@ int main(int argc, char** argv) try {
     runtime::PackedFunc f = tuned.get_function(fname), fdef = fallback.get_function(fname);
     runtime::NDArray& out = c.args.back();
     auto call = [&](const runtime::PackedFunc& fn) {
-      if (c.args.size() == 3) fn(c.args[0], c.args[1], c.args[2]);
-      else fn(c.args[0], c.args[1], c.args[2], c.args[3]);
+      if (c.args.size() == 3)
+        fn(c.args[0], c.args[1], c.args[2]);
+      else
+        fn(c.args[0], c.args[1], c.args[2], c.args[3]);
     };
-
-    set_threads(o.threads.back());
-    for (Peer& p : c.peers) {
-      bench::poison(p.out.data<float>(), p.out.numel());
-      p.run();
-    }
-    const Peer& ref = *std::find_if(c.peers.begin(), c.peers.end(), [](const Peer& p) { return p.reference; });
-    double err = 0;
-    for (const runtime::PackedFunc* fn : {&f, &fdef}) {
-      bench::poison(out.data<float>(), out.numel());
-      call(*fn);
-      err = std::max(err, bench::max_rel_err(out.data<float>(), ref.out.data<float>(), out.numel()));
-    }
-    for (const Peer& p : c.peers)
-      if (&p != &ref)
-        err = std::max(err, bench::max_rel_err(p.out.data<float>(), ref.out.data<float>(), out.numel()));
-    if (!(err < kTolerance)) {
-      std::fprintf(stderr, "tuned_cpu: %s: results differ (max rel err %.3e vs %s)\n", c.label.c_str(), err,
-                   ref.name.c_str());
-      ok = false;
-      continue;
-    }
 
     for (int nt : o.threads) {
       set_threads(nt);
+      std::vector<Peer> peers = c.make_peers();
+      for (Peer& p : peers) {
+        bench::poison(p.out.data<float>(), p.out.numel());
+        p.run();
+      }
+      const Peer& ref = *std::find_if(peers.begin(), peers.end(), [](const Peer& p) { return p.reference; });
+      double err = 0;
+      for (const runtime::PackedFunc* fn : {&f, &fdef}) {
+        bench::poison(out.data<float>(), out.numel());
+        call(*fn);
+        err = std::max(err, bench::max_rel_err(out.data<float>(), ref.out.data<float>(), out.numel()));
+      }
+      for (const Peer& p : peers)
+        if (&p != &ref)
+          err = std::max(err, bench::max_rel_err(p.out.data<float>(), ref.out.data<float>(), out.numel()));
+      if (!(err < kTolerance)) {
+        std::fprintf(stderr, "tuned_cpu: %s, %d thread(s): results differ (max rel err %.3e vs %s)\n", c.label.c_str(),
+                     nt, err, ref.name.c_str());
+        ok = false;
+        continue;
+      }
+
       Result r;
       r.section = c.section;
       r.label = c.label;
@@ -447,11 +486,11 @@ int main(int argc, char** argv) try {
       r.max_rel_err = err;
       r.config = rec ? fmt::format("{}", rec->config.index) : "default";
       std::vector<std::function<void()>> fs = {[&] { call(f); }, [&] { call(fdef); }};
-      for (Peer& p : c.peers) fs.push_back(p.run);
+      for (Peer& p : peers) fs.push_back(p.run);
       std::vector<double> t = bench::interleaved_times(fs, o.repeat, 20, nt > 1 ? o.settle_ms : 0, o.best);
       r.loom_gflops = r.flop / t[0] * 1e-9;
       r.default_gflops = r.flop / t[1] * 1e-9;
-      for (size_t i = 0; i < c.peers.size(); ++i) r.peers.emplace_back(c.peers[i].name, r.flop / t[i + 2] * 1e-9);
+      for (size_t i = 0; i < peers.size(); ++i) r.peers.emplace_back(peers[i].name, r.flop / t[i + 2] * 1e-9);
       results.push_back(r);
       std::fprintf(stderr, "[tuned_cpu] %s, %d thread(s): loom %.1f GFLOP/s\n", c.label.c_str(), nt, r.loom_gflops);
     }
@@ -490,8 +529,9 @@ int main(int argc, char** argv) try {
         std::printf("\n");
       }
     }
-    std::printf("(GFLOP/s; loom = best tuned record, default = the template's default config; %%peak of the measured "
-                "FMA peak at that thread count)\n\n");
+    std::printf(
+        "(GFLOP/s; loom = best tuned record, default = the template's default config; %%peak of the measured "
+        "FMA peak at that thread count)\n\n");
   }
 
   if (!o.json.empty()) {
@@ -501,7 +541,8 @@ int main(int argc, char** argv) try {
                       R"("peak_gflops": {{)",
                       host.str(), tuner::host_cpu_name(), o.repeat, o.best ? "fastest" : "median");
     bool first = true;
-    for (const auto& [nt, g] : peak) js << fmt::format(R"({}"{}": {:.2f})", std::exchange(first, false) ? "" : ", ", nt, g);
+    for (const auto& [nt, g] : peak)
+      js << fmt::format(R"({}"{}": {:.2f})", std::exchange(first, false) ? "" : ", ", nt, g);
     js << "}, \"results\": [";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];

@@ -7,7 +7,7 @@
 
 namespace loom::codegen {
 
-runtime::Module build(const std::vector<lower::LoweredFunc>& funcs, const Target& target) {
+runtime::Module build(const std::vector<lowering::LoweredFunc>& funcs, const Target& target) {
   if (target.is_cuda()) return build_cuda(funcs, target);
   LOOM_CHECK(target.is_cpu(), "build: target \"{}\" has no code generator", target.str());
   for (const auto& f : funcs)
@@ -17,9 +17,9 @@ runtime::Module build(const std::vector<lower::LoweredFunc>& funcs, const Target
 
 runtime::Module build(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const Target& target,
                       const std::string& name) {
-  lower::LowerOptions opts;
+  lowering::LowerOptions opts;
   opts.target = target;
-  return build({lower::lower(s, args, name, opts)}, target);
+  return build({lowering::lower(s, args, name, opts)}, target);
 }
 
 }  // namespace loom::codegen

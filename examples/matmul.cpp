@@ -48,7 +48,7 @@ int main(int argc, char** argv) try {
   s[C].reorder({io, jo, k, ii, ji});
   s[C].vectorize(ji);
   s[C].parallel(io);
-  std::cout << lower::lower(s, {A, B, C}, "matmul") << "\n";
+  std::cout << lower(s, {A, B, C}, "matmul") << "\n";
 
   runtime::Module m = build(s, {A, B, C}, Target("llvm"), "matmul");
   runtime::NDArray a = runtime::NDArray::empty({M, K}, DataType::Float(32));

@@ -3,7 +3,7 @@
 #include "loom/lower/ir_visitor.h"
 #include "loom/lower/passes.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -39,4 +39,4 @@ class Checker : public IRVisitor {
 
 void check_thread_binding(const Stmt& s) { Checker().visit(s); }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

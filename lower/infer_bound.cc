@@ -11,7 +11,7 @@
 #include "loom/te/arith.h"
 #include "loom/te/expr_functor.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 using schedule::AttachType;
 using schedule::IterAnnotation;
@@ -128,4 +128,4 @@ BoundMap infer_bound(const schedule::Schedule& s) {
   return bounds;
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -5,7 +5,7 @@
 // one nested only in blockIdx loops is "shared". Root stages stay "global".
 #include "loom/lower/passes.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 void infer_gpu_scope(schedule::Schedule& s) {
   using schedule::AttachType;
@@ -30,4 +30,4 @@ void infer_gpu_scope(schedule::Schedule& s) {
   }
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

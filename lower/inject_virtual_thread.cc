@@ -17,7 +17,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -249,4 +249,4 @@ class InjectVirtualThread : public IRMutator {
 
 Stmt inject_virtual_thread(const Stmt& s) { return InjectVirtualThread().mutate(s); }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -8,7 +8,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/expr_functor.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 using schedule::AttachType;
 using schedule::Stage;
@@ -63,4 +63,4 @@ void inline_stages(schedule::Schedule& s) {
   }
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

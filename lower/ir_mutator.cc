@@ -1,7 +1,7 @@
 // IRMutator: statement dispatch and the default rebuild of changed children.
 #include "loom/lower/ir_mutator.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 Stmt IRMutator::mutate(const Stmt& s) {
   if (!s.defined()) return s;
@@ -154,4 +154,4 @@ Stmt substitute(const Stmt& s, const te::VarMap& vmap) {
   return StmtSubstituter(vmap).mutate(s);
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

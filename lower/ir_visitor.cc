@@ -1,7 +1,7 @@
 // IRVisitor: statement dispatch and the default walk over children.
 #include "loom/lower/ir_visitor.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 void IRVisitor::visit(const Stmt& s) {
   if (!s.defined()) return;
@@ -107,4 +107,4 @@ void post_order_visit(const Stmt& s, const std::function<void(const Stmt&)>& f) 
   v.visit(s);
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

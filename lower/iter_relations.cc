@@ -2,7 +2,7 @@
 
 #include "loom/te/arith.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 using schedule::RelationKind;
 
@@ -79,4 +79,4 @@ IterValueMap pass_up_index(const schedule::StageNode& stage, const BoundMap& bou
   return values;
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -4,7 +4,7 @@
 
 #include "loom/lower/passes.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 using IterValueMap = std::unordered_map<const te::IterVarNode*, Expr>;
 
@@ -18,4 +18,4 @@ IterValueMap pass_up_index(const schedule::StageNode& stage, const BoundMap& bou
 /// Extent of an iteration variable's inferred range; LOOM_ICHECK that it is known.
 Expr extent_of(const BoundMap& bounds, const te::IterVar& iv);
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -12,7 +12,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -248,4 +248,4 @@ class LoopPartitioner : public IRMutator {
 
 Stmt loop_partition(const Stmt& s) { return simplify(LoopPartitioner().mutate(s)); }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

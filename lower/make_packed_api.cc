@@ -7,7 +7,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -80,4 +80,4 @@ LoweredFunc make_packed_api(LoweredFunc f, int device_type) {
   return f;
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

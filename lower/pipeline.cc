@@ -5,7 +5,7 @@
 #include "loom/lower/ir_mutator.h"
 #include "loom/lower/passes.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -106,4 +106,4 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
   return f;
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

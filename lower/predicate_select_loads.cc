@@ -4,7 +4,7 @@
 #include "loom/lower/ir_mutator.h"
 #include "loom/lower/passes.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -46,4 +46,4 @@ class PredicateSelectLoads : public IRMutator {
 
 Stmt predicate_select_loads(const Stmt& s) { return PredicateSelectLoads().mutate(s); }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -7,7 +7,7 @@
 #include "loom/lower/lower.h"
 #include "loom/lower/stmt.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -173,4 +173,4 @@ std::ostream& operator<<(std::ostream& os, const LoweredFunc& f) {
   return os;
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -4,7 +4,7 @@
 #include "loom/lower/ir_visitor.h"
 #include "loom/lower/passes.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -109,4 +109,4 @@ class NoOpRemover : public IRMutator {
 
 Stmt remove_no_op(const Stmt& s) { return NoOpRemover().mutate(s); }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

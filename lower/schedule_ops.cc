@@ -15,7 +15,7 @@
 #include "loom/te/arith.h"
 #include "loom/te/expr_functor.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 using schedule::AttachType;
 using schedule::IterAnnotation;
@@ -158,7 +158,7 @@ class NestBuilder {
       const Range& r = bounds_.at(leaf.get());
       body = make_stmt<ForNode>(v, r.min, r.extent, for_kind_of(annotation(leaf)), body);
     }
-    return lower::substitute(body, fresh);
+    return lowering::substitute(body, fresh);
   }
 
   IterAnnotation annotation(const IterVar& leaf) const {
@@ -278,4 +278,4 @@ Stmt schedule_ops(const schedule::Schedule& s, const BoundMap& bounds) {
   return RemoveLoopScope().mutate(body);
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

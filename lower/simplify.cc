@@ -5,7 +5,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -119,4 +119,4 @@ class StmtSimplifier : public IRMutator {
 
 Stmt simplify(const Stmt& s) { return StmtSimplifier().mutate(s); }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -16,7 +16,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -191,4 +191,4 @@ LoweredFunc split_host_device(LoweredFunc f) {
   return f;
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

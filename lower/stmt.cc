@@ -1,7 +1,7 @@
 // Construction helpers of the loop IR.
 #include "loom/lower/stmt.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 Expr AllocateNode::size() const {
   Expr n = te::make_const(DataType::Int(32), 1);
@@ -52,4 +52,4 @@ bool is_no_op(const Stmt& s) {
   return false;
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -5,7 +5,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -131,4 +131,4 @@ class StorageFlattener : public IRMutator {
 
 Stmt storage_flatten(const Stmt& s, const std::vector<BufferArg>& args) { return StorageFlattener(args).mutate(s); }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -12,7 +12,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -157,4 +157,4 @@ class StorageRewriter : public IRMutator {
 
 Stmt storage_rewrite(const Stmt& s) { return StorageRewriter().mutate(s); }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

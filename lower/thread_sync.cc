@@ -17,7 +17,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -271,4 +271,4 @@ Stmt thread_sync(const Stmt& s) {
   return SyncPlanner(std::move(shared)).plan(s, state);
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -4,7 +4,7 @@
 #include "loom/lower/ir_visitor.h"
 #include "loom/lower/passes.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -55,4 +55,4 @@ class LoopUnroller : public IRMutator {
 
 Stmt unroll_loops(const Stmt& s, int auto_max_extent) { return LoopUnroller(auto_max_extent).mutate(s); }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -8,7 +8,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/expr_functor.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -275,4 +275,4 @@ class LoopVectorizer : public IRMutator {
 
 Stmt vectorize_loops(const Stmt& s) { return LoopVectorizer().mutate(s); }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -10,7 +10,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 namespace {
 
@@ -61,4 +61,4 @@ void verify_gpu(const LoweredFunc& f, const GpuLimits& limits) {
   }
 }
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

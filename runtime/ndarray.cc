@@ -48,7 +48,7 @@ DeviceAPI device_api(DLDevice dev) {
   std::lock_guard<std::mutex> lk(r.mu);
   for (const auto& [t, api] : r.apis)
     if (t == dev.device_type) return api;
-  fail("device {} arrays need the CUDA runtime (not built in)", device_name(dev));
+  fail("device {} arrays need a runtime for that device, and none is registered", device_name(dev));
 }
 
 size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }

@@ -32,7 +32,7 @@ int run(const Args& a) {
     if (t.op()->kind != te::OpKind::kPlaceholder) outs.push_back(t.op());
   }
   Schedule s = create_schedule(outs);
-  lower::LowerOptions opts;
+  lowering::LowerOptions opts;
   try {
     opts.target = Target(a.str("--target", "llvm"));
   } catch (const Error& e) {
@@ -40,7 +40,7 @@ int run(const Args& a) {
   }
   const bool all = a.has("--print-after-all");
   if (all) opts.print_after_all = &std::cout;
-  auto f = lower::lower(s, args, op, opts);
+  auto f = lowering::lower(s, args, op, opts);
   if (!all) std::cout << f << "\n";
   return 0;
 }

@@ -35,9 +35,9 @@ int run(const Args& a) {
     std::string value = !label.empty() ? label : fmt::format("[{}]", fmt::join(e.value(k.name), ", "));
     std::cout << fmt::format("//   {:<16} {}\n", k.name, value);
   }
-  lower::LowerOptions opts;
+  lowering::LowerOptions opts;
   opts.target = task.target();
-  std::cout << lower::lower(c.instance.schedule, c.instance.args, task.workload().op, opts) << "\n";
+  std::cout << lowering::lower(c.instance.schedule, c.instance.args, task.workload().op, opts) << "\n";
   return 0;
 }
 

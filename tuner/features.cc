@@ -13,7 +13,7 @@
 namespace loom::tuner {
 namespace {
 
-using namespace loom::lower;  // NOLINT
+using namespace loom::lowering;  // NOLINT
 namespace fl = features;
 
 enum OpKind { kAdd, kMul, kDiv, kCmp, kMath };
@@ -235,7 +235,7 @@ void knob_features(const ConfigEntity& e, float* out) {
 
 }  // namespace
 
-std::vector<float> extract_features(const lower::LoweredFunc& f, const ConfigEntity* e) {
+std::vector<float> extract_features(const lowering::LoweredFunc& f, const ConfigEntity* e) {
   std::vector<float> out(size_t(fl::kLength), 0.0f);
   Collector c;
   if (f.body.defined()) c.visit(f.body);
@@ -350,10 +350,10 @@ std::vector<float> extract_features(const lower::LoweredFunc& f, const ConfigEnt
 
 std::vector<float> extract_features(const Task& task, const ConfigEntity& e) {
   Instance inst = task.instantiate(e);
-  lower::LowerOptions opts;
+  lowering::LowerOptions opts;
   opts.target = task.target();
   opts.skip_packed_api = true;
-  lower::LoweredFunc f = lower::lower(inst.schedule, inst.args, "features", opts);
+  lowering::LoweredFunc f = lowering::lower(inst.schedule, inst.args, "features", opts);
   return extract_features(f, &e);
 }
 

@@ -16,7 +16,7 @@ namespace loom::codegen {
 
 namespace {
 
-using namespace lower;  // NOLINT
+using namespace lowering;  // NOLINT
 
 class PlanBuilder {
  public:

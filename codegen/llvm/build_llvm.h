@@ -10,6 +10,6 @@
 namespace loom::codegen {
 
 /// Compiles packed lowered functions for a CPU target and JIT-links them into a module.
-runtime::Module build_llvm(const std::vector<lower::LoweredFunc>& funcs, const Target& target);
+runtime::Module build_llvm(const std::vector<lowering::LoweredFunc>& funcs, const Target& target);
 
 }  // namespace loom::codegen

@@ -19,8 +19,8 @@
 
 namespace loom::codegen {
 
-using lower::Stmt;
-using lower::StmtKind;
+using lowering::Stmt;
+using lowering::StmtKind;
 using te::Expr;
 using te::ExprKind;
 using te::VarNode;
@@ -41,23 +41,23 @@ std::optional<int64_t> const_int(const Expr& e) {
 void collect_allocations(const Stmt& s, std::vector<const VarNode*>* out) {
   if (!s.defined()) return;
   switch (s.kind()) {
-    case StmtKind::LetStmt: return collect_allocations(s.as<lower::LetStmtNode>()->body, out);
-    case StmtKind::AttrStmt: return collect_allocations(s.as<lower::AttrStmtNode>()->body, out);
-    case StmtKind::AssertStmt: return collect_allocations(s.as<lower::AssertStmtNode>()->body, out);
+    case StmtKind::LetStmt: return collect_allocations(s.as<lowering::LetStmtNode>()->body, out);
+    case StmtKind::AttrStmt: return collect_allocations(s.as<lowering::AttrStmtNode>()->body, out);
+    case StmtKind::AssertStmt: return collect_allocations(s.as<lowering::AssertStmtNode>()->body, out);
     case StmtKind::Allocate: {
-      auto* op = s.as<lower::AllocateNode>();
+      auto* op = s.as<lowering::AllocateNode>();
       out->push_back(op->buffer_var.get());
       return collect_allocations(op->body, out);
     }
-    case StmtKind::For: return collect_allocations(s.as<lower::ForNode>()->body, out);
-    case StmtKind::While: return collect_allocations(s.as<lower::WhileNode>()->body, out);
+    case StmtKind::For: return collect_allocations(s.as<lowering::ForNode>()->body, out);
+    case StmtKind::While: return collect_allocations(s.as<lowering::WhileNode>()->body, out);
     case StmtKind::IfThenElse: {
-      auto* op = s.as<lower::IfThenElseNode>();
+      auto* op = s.as<lowering::IfThenElseNode>();
       collect_allocations(op->then_case, out);
       return collect_allocations(op->else_case, out);
     }
     case StmtKind::Seq:
-      for (const auto& c : s.as<lower::SeqStmtNode>()->seq) collect_allocations(c, out);
+      for (const auto& c : s.as<lowering::SeqStmtNode>()->seq) collect_allocations(c, out);
       return;
     default: return;
   }
@@ -83,7 +83,7 @@ class CodeGenLLVM {
         "DLTensor");
   }
 
-  void add_function(const lower::LoweredFunc& f);
+  void add_function(const lowering::LoweredFunc& f);
 
  private:
   /// Per-LLVM-function emission state. Outlined parallel bodies have a parent from which
@@ -211,7 +211,7 @@ class CodeGenLLVM {
   /// The checks make_packed_api's asserts rely on but cannot express: a non-null handle
   /// has a non-null data pointer (unless the tensor is empty) and a non-null shape array.
   /// A null handle falls through to make_packed_api's own check.
-  void emit_pointer_checks(const lower::LoweredFunc& f) {
+  void emit_pointer_checks(const lowering::LoweredFunc& f) {
     for (size_t i = 0; i < f.args.size(); ++i) {
       const auto& a = f.args[i];
       llvm::Value* h = cur_->fn->getArg(unsigned(i));
@@ -255,7 +255,7 @@ class CodeGenLLVM {
     auto nit = noalias_.find(buf);
     if (nit != noalias_.end()) inst->setMetadata(llvm::LLVMContext::MD_noalias, nit->second);
   }
-  void make_alias_scopes(const lower::LoweredFunc& f);
+  void make_alias_scopes(const lowering::LoweredFunc& f);
 
   // ---- expressions
   llvm::Value* emit(const Expr& e);
@@ -281,11 +281,11 @@ class CodeGenLLVM {
 
   // ---- statements
   void emit(const Stmt& s);
-  void emit_store(const lower::StoreNode* op);
-  void emit_allocate(const lower::AllocateNode* op);
-  void emit_for(const lower::ForNode* op);
+  void emit_store(const lowering::StoreNode* op);
+  void emit_allocate(const lowering::AllocateNode* op);
+  void emit_for(const lowering::ForNode* op);
   void emit_serial_loop(const te::Var& var, llvm::Value* begin, llvm::Value* end, const Stmt& body);
-  void emit_parallel_for(const lower::ForNode* op);
+  void emit_parallel_for(const lowering::ForNode* op);
 
   llvm::LLVMContext& ctx_;
   llvm::TargetMachine* tm_;
@@ -301,7 +301,7 @@ class CodeGenLLVM {
   std::unordered_map<const VarNode*, llvm::MDNode*> noalias_;
 };
 
-void CodeGenLLVM::make_alias_scopes(const lower::LoweredFunc& f) {
+void CodeGenLLVM::make_alias_scopes(const lowering::LoweredFunc& f) {
   alias_scope_.clear();
   noalias_.clear();
   std::vector<const VarNode*> bufs;
@@ -328,7 +328,7 @@ void CodeGenLLVM::make_alias_scopes(const lower::LoweredFunc& f) {
 
 // ------------------------------------------------------------------ functions
 
-void CodeGenLLVM::add_function(const lower::LoweredFunc& f) {
+void CodeGenLLVM::add_function(const lowering::LoweredFunc& f) {
   func_name_ = f.name;
   parallel_count_ = 0;
   make_alias_scopes(f);
@@ -808,7 +808,7 @@ llvm::Value* CodeGenLLVM::emit(const Expr& e) {
 
 // ------------------------------------------------------------------ statements
 
-void CodeGenLLVM::emit_store(const lower::StoreNode* op) {
+void CodeGenLLVM::emit_store(const lowering::StoreNode* op) {
   DataType t = op->value.dtype();
   DataType et = t.element_of();
   llvm::Type* mt = mem_type(et);
@@ -848,7 +848,7 @@ void CodeGenLLVM::emit_store(const lower::StoreNode* op) {
   annotate(inst, op->buffer_var.get());
 }
 
-void CodeGenLLVM::emit_allocate(const lower::AllocateNode* op) {
+void CodeGenLLVM::emit_allocate(const lowering::AllocateNode* op) {
   llvm::Type* et = mem_type(op->dtype);
   uint64_t esize = dl_.getTypeAllocSize(et);
   std::optional<int64_t> count = 1;
@@ -901,20 +901,20 @@ void CodeGenLLVM::emit_serial_loop(const te::Var& var, llvm::Value* begin, llvm:
   b_.SetInsertPoint(exit);
 }
 
-void CodeGenLLVM::emit_for(const lower::ForNode* op) {
+void CodeGenLLVM::emit_for(const lowering::ForNode* op) {
   DataType vt = op->loop_var.dtype();
   LOOM_CHECK(vt.is_integer() && vt.is_scalar(), "codegen: loop variable '{}' in function '{}' has type {} (expected an integer)",
              op->loop_var.name(), func_name_, vt.str());
-  if (op->for_kind == lower::ForKind::kThreadBinding)
+  if (op->for_kind == lowering::ForKind::kThreadBinding)
     fail("codegen: loop '{}' in function '{}' is bound to GPU thread '{}', which a CPU target cannot run", op->loop_var.name(),
          func_name_, op->thread_tag);
-  if (op->for_kind == lower::ForKind::kParallel && !cur_->in_parallel) return emit_parallel_for(op);
+  if (op->for_kind == lowering::ForKind::kParallel && !cur_->in_parallel) return emit_parallel_for(op);
   llvm::Value* begin = emit_as(op->min, vt);
   llvm::Value* end = b_.CreateAdd(begin, emit_as(op->extent, vt), "", false, vt.is_int());
   emit_serial_loop(op->loop_var, begin, end, op->body);
 }
 
-void CodeGenLLVM::emit_parallel_for(const lower::ForNode* op) {
+void CodeGenLLVM::emit_parallel_for(const lowering::ForNode* op) {
   DataType vt = op->loop_var.dtype();
   llvm::Type* ty = llvm_type(vt);
   llvm::Value* min = emit_as(op->min, vt);
@@ -977,7 +977,7 @@ void CodeGenLLVM::emit(const Stmt& s) {
   if (!s.defined()) return;
   switch (s.kind()) {
     case StmtKind::LetStmt: {
-      auto* op = s.as<lower::LetStmtNode>();
+      auto* op = s.as<lowering::LetStmtNode>();
       std::vector<std::pair<const VarNode*, llvm::Value*>> saved;
       llvm::Value* v = cast(op->value.dtype(), op->var.dtype(), emit(op->value));
       if (llvm::isa<llvm::Instruction>(v) && !v->hasName()) v->setName(op->var.name());
@@ -986,20 +986,20 @@ void CodeGenLLVM::emit(const Stmt& s) {
       unbind(&saved);
       return;
     }
-    case StmtKind::AttrStmt: return emit(s.as<lower::AttrStmtNode>()->body);
+    case StmtKind::AttrStmt: return emit(s.as<lowering::AttrStmtNode>()->body);
     case StmtKind::AssertStmt: {
-      auto* op = s.as<lower::AssertStmtNode>();
+      auto* op = s.as<lowering::AssertStmtNode>();
       llvm::Value* c = emit(op->condition);
       if (!op->condition.dtype().is_bool()) c = cast(op->condition.dtype(), DataType::Bool(op->condition.dtype().lanes()), c);
       if (c->getType()->isVectorTy()) c = b_.CreateAndReduce(c);
       emit_check(c, b_.CreateGlobalString(op->message, "assert_msg"), LOOM_ERR_ARGUMENT, "assert");
       return emit(op->body);
     }
-    case StmtKind::Store: return emit_store(s.as<lower::StoreNode>());
-    case StmtKind::Allocate: return emit_allocate(s.as<lower::AllocateNode>());
-    case StmtKind::For: return emit_for(s.as<lower::ForNode>());
+    case StmtKind::Store: return emit_store(s.as<lowering::StoreNode>());
+    case StmtKind::Allocate: return emit_allocate(s.as<lowering::AllocateNode>());
+    case StmtKind::For: return emit_for(s.as<lowering::ForNode>());
     case StmtKind::While: {
-      auto* op = s.as<lower::WhileNode>();
+      auto* op = s.as<lowering::WhileNode>();
       auto* header = llvm::BasicBlock::Create(ctx_, "while_cond", cur_->fn);
       auto* body_bb = llvm::BasicBlock::Create(ctx_, "while_body", cur_->fn);
       auto* exit = llvm::BasicBlock::Create(ctx_, "while_end", cur_->fn);
@@ -1013,7 +1013,7 @@ void CodeGenLLVM::emit(const Stmt& s) {
       return;
     }
     case StmtKind::IfThenElse: {
-      auto* op = s.as<lower::IfThenElseNode>();
+      auto* op = s.as<lowering::IfThenElseNode>();
       llvm::Value* c = emit_as(op->condition, DataType::Bool());
       auto* then_bb = llvm::BasicBlock::Create(ctx_, "if_then", cur_->fn);
       auto* end_bb = llvm::BasicBlock::Create(ctx_, "if_end", cur_->fn);
@@ -1031,10 +1031,10 @@ void CodeGenLLVM::emit(const Stmt& s) {
       return;
     }
     case StmtKind::Seq:
-      for (const auto& c : s.as<lower::SeqStmtNode>()->seq) emit(c);
+      for (const auto& c : s.as<lowering::SeqStmtNode>()->seq) emit(c);
       return;
     case StmtKind::Evaluate: {
-      auto* op = s.as<lower::EvaluateNode>();
+      auto* op = s.as<lowering::EvaluateNode>();
       if (op->value.defined() && !op->value.as<te::IntImmNode>()) emit(op->value);
       return;
     }
@@ -1047,7 +1047,7 @@ void CodeGenLLVM::emit(const Stmt& s) {
 
 }  // namespace
 
-std::unique_ptr<llvm::Module> emit_llvm_module(const std::vector<lower::LoweredFunc>& funcs, llvm::LLVMContext& ctx,
+std::unique_ptr<llvm::Module> emit_llvm_module(const std::vector<lowering::LoweredFunc>& funcs, llvm::LLVMContext& ctx,
                                                llvm::TargetMachine* tm) {
   auto m = std::make_unique<llvm::Module>("loom", ctx);
   m->setTargetTriple(tm->getTargetTriple().str());

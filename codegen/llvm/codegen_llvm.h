@@ -18,7 +18,7 @@ inline constexpr uint64_t kMaxStackAllocBytes = 64 * 1024;
 /// Emits, for every function f, `int32_t f(DLTensor*...)` and the packed entry
 /// `int32_t __loom_packed_f(DLTensor** args, int32_t num_args)`, plus one outlined task
 /// function per parallel loop. The module is unoptimized, for `tm`'s triple and layout.
-std::unique_ptr<llvm::Module> emit_llvm_module(const std::vector<lower::LoweredFunc>& funcs, llvm::LLVMContext& ctx,
+std::unique_ptr<llvm::Module> emit_llvm_module(const std::vector<lowering::LoweredFunc>& funcs, llvm::LLVMContext& ctx,
                                                llvm::TargetMachine* tm);
 
 /// Name of the packed entry of function `name`.

@@ -81,7 +81,7 @@ nlohmann::json to_json(const FunctionInfo& f) {
 
 }  // namespace
 
-FunctionInfo FunctionInfo::of(const lower::LoweredFunc& f) {
+FunctionInfo FunctionInfo::of(const lowering::LoweredFunc& f) {
   FunctionInfo info;
   info.name = f.name;
   for (const auto& a : f.args) {

@@ -29,7 +29,7 @@ struct FunctionInfo {
   };
   std::string name;
   std::vector<Arg> args;
-  static FunctionInfo of(const lower::LoweredFunc& f);
+  static FunctionInfo of(const lowering::LoweredFunc& f);
 };
 
 class LLVMModuleNode : public runtime::ModuleNode, public std::enable_shared_from_this<LLVMModuleNode> {

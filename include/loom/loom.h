@@ -14,8 +14,9 @@
 #include "loom/te/tensor.h"
 
 namespace loom {
+// The lower/ layer's namespace is loom::lowering, so that this can be loom::lower.
+using lowering::lower;
 using codegen::build;
-// lower() stays lower::lower(): a using-declaration of it would clash with namespace loom::lower.
 using schedule::create_schedule;
 using schedule::Schedule;
 using schedule::Stage;

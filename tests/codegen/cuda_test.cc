@@ -12,7 +12,7 @@
 namespace loom {
 namespace {
 
-using namespace lower;  // NOLINT
+using namespace lowering;  // NOLINT
 using te::Expr;
 using te::Var;
 
@@ -130,7 +130,7 @@ TEST(CudaCodegen, LoweredSchedulesCompile) {
     s[B].bind(bi, te::thread_axis("threadIdx.x"));
     LowerOptions o;
     o.target = Target("cuda");
-    LoweredFunc f = lower::lower(s, {A, B}, "ew", o);
+    LoweredFunc f = lowering::lower(s, {A, B}, "ew", o);
     ASSERT_EQ(f.device_funcs.size(), 1u);
     EXPECT_EQ(compile_both(codegen::cuda_source(f)), "");
   }
@@ -166,7 +166,7 @@ TEST(CudaCodegen, LoweredSchedulesCompile) {
     (void)ki;
     LowerOptions o;
     o.target = Target("cuda");
-    LoweredFunc f = lower::lower(s, {A, B, C}, "mm", o);
+    LoweredFunc f = lowering::lower(s, {A, B, C}, "mm", o);
     ASSERT_FALSE(f.device_funcs.empty());
     std::string src = codegen::cuda_source(f);
     EXPECT_NE(src.find("__shared__"), std::string::npos) << src;
@@ -242,7 +242,7 @@ void compile_random_configs(const std::string& op, std::vector<int64_t> shape, i
     o.target = Target("cuda");
     LoweredFunc f;
     try {
-      f = lower::lower(inst.schedule, inst.args, op, o);
+      f = lowering::lower(inst.schedule, inst.args, op, o);
     } catch (const Error& e) {
       ++rejected;  // the GPU verifier (thread/shared-memory limits) rejects it
       continue;

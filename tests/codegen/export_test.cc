@@ -255,7 +255,7 @@ TEST(Export, DependenciesAndExportedSymbols) {
 
 TEST(Export, EveryOpInFreshProcessMatchesJit) {
   // Every op with its default schedule, all in one library (several functions per module).
-  std::vector<lower::LoweredFunc> funcs;
+  std::vector<lowering::LoweredFunc> funcs;
   std::vector<std::vector<te::Tensor>> args;
   std::vector<std::string> names;
   for (const auto& c : te::ops::test_cases()) {
@@ -267,7 +267,7 @@ TEST(Export, EveryOpInFreshProcessMatchesJit) {
     for (const auto& x : t)
       if (x.op()->kind != te::OpKind::kPlaceholder) outs.push_back(x);
     Schedule s = create_schedule(outs);
-    funcs.push_back(lower::lower(s, t, name));
+    funcs.push_back(lowering::lower(s, t, name));
     args.push_back(t);
     names.push_back(name);
   }
@@ -469,7 +469,7 @@ TEST(Export, MultipleSchedulesInOneModule) {
   auto lower_one = [](const std::string& name, bool relu) {
     te::Tensor x = te::placeholder({10}, f32, "x");
     te::Tensor y = relu ? te::ops::relu(x, "y") : te::ops::exp(x, "y");
-    return lower::lower(create_schedule({y}), {x, y}, name);
+    return lowering::lower(create_schedule({y}), {x, y}, name);
   };
   Module jit = codegen::build({lower_one("my_relu", true), lower_one("my_exp", false)}, Target("llvm"));
   jit.export_library(lib_path("two"));

@@ -66,7 +66,7 @@ std::string compare_with_reference(const schedule::Schedule& s, const std::vecto
     m.get_function("f").call(dl);
     for (size_t i = 0; i < got.size(); ++i) {
       std::string err = compare_arrays(got[i], want[i], tolerance_for(outputs[i].dtype()), outputs[i].name());
-      if (!err.empty()) return err + "\n" + lower::to_string(lower::lower(s, args, "f"));
+      if (!err.empty()) return err + "\n" + lowering::to_string(lowering::lower(s, args, "f"));
     }
     return "";
   } catch (const std::exception& e) {

@@ -20,12 +20,12 @@
 namespace loom {
 namespace {
 
-using lower::DeviceFunc;
-using lower::LoweredFunc;
+using lowering::DeviceFunc;
+using lowering::LoweredFunc;
 using te::IterVar;
 using te::Tensor;
 using te::Var;
-using lower::Stmt;
+using lowering::Stmt;
 using te::Expr;
 
 int count(const std::string& s, const std::string& what) {
@@ -34,29 +34,29 @@ int count(const std::string& s, const std::string& what) {
   return n;
 }
 
-int count_barriers(const lower::Stmt& s) {
+int count_barriers(const lowering::Stmt& s) {
   int n = 0;
-  lower::post_order_visit(s, [&](const lower::Stmt& x) {
-    const auto* e = x.as<lower::EvaluateNode>();
+  lowering::post_order_visit(s, [&](const lowering::Stmt& x) {
+    const auto* e = x.as<lowering::EvaluateNode>();
     const auto* c = e ? e->value.as<te::CallNode>() : nullptr;
-    n += c && c->name == lower::kSyncThreads;
+    n += c && c->name == lowering::kSyncThreads;
   });
   return n;
 }
 
-int stores_to(const lower::Stmt& s, const std::string& buf) {
+int stores_to(const lowering::Stmt& s, const std::string& buf) {
   int n = 0;
-  lower::post_order_visit(s, [&](const lower::Stmt& x) {
-    const auto* st = x.as<lower::StoreNode>();
+  lowering::post_order_visit(s, [&](const lowering::Stmt& x) {
+    const auto* st = x.as<lowering::StoreNode>();
     n += st && st->buffer_var.name() == buf;
   });
   return n;
 }
 
-const lower::AllocateNode* find_alloc(const lower::Stmt& s, const std::string& buf) {
-  const lower::AllocateNode* out = nullptr;
-  lower::post_order_visit(s, [&](const lower::Stmt& x) {
-    if (const auto* a = x.as<lower::AllocateNode>(); a && a->buffer_var.name() == buf) out = a;
+const lowering::AllocateNode* find_alloc(const lowering::Stmt& s, const std::string& buf) {
+  const lowering::AllocateNode* out = nullptr;
+  lowering::post_order_visit(s, [&](const lowering::Stmt& x) {
+    if (const auto* a = x.as<lowering::AllocateNode>(); a && a->buffer_var.name() == buf) out = a;
   });
   return out;
 }
@@ -68,10 +68,10 @@ int64_t extent_of(const DeviceFunc& k, const std::string& tag) {
 }
 
 LoweredFunc lower_cuda(const schedule::Schedule& s, const std::vector<Tensor>& args, std::ostream* print = nullptr) {
-  lower::LowerOptions opts;
+  lowering::LowerOptions opts;
   opts.target = Target("cuda");
   opts.print_after_all = print;
-  return lower::lower(s, args, "f", opts);
+  return lowering::lower(s, args, "f", opts);
 }
 
 struct Elementwise {
@@ -110,11 +110,11 @@ TEST(GpuLower, ElementwiseBoundToBlocksAndThreads) {
   EXPECT_TRUE(k.scalar_params.empty());
   EXPECT_EQ(k.shared_bytes, 0);
   EXPECT_EQ(count_barriers(k.body), 0);
-  std::string body = lower::to_string(k.body);
+  std::string body = lowering::to_string(k.body);
   EXPECT_EQ(count(body, "thread_extent"), 0) << body;
   EXPECT_EQ(count(body, "for ("), 0) << body;
   EXPECT_EQ(stores_to(k.body, "C"), 1) << body;
-  std::string host = lower::to_string(f.body);
+  std::string host = lowering::to_string(f.body);
   EXPECT_NE(host.find("loom.launch_kernel(\"f_kernel0\", A, B, C)"), std::string::npos) << host;
   EXPECT_EQ(count(host, "C["), 0) << host;
   EXPECT_NE(host.find("loom.dltensor_device_type(A.handle) == 2"), std::string::npos) << host;
@@ -138,14 +138,14 @@ TEST(GpuLower, NonDividingSplitIsGuardedAndSeveralStagesAreSeveralKernels) {
   LoweredFunc f = lower_cuda(s, {e.A, e.B, D});
   ASSERT_EQ(f.device_funcs.size(), 2u);
   EXPECT_EQ(extent_of(f.device_funcs[0], "blockIdx.x"), 8);
-  EXPECT_NE(lower::to_string(f.device_funcs[0].body).find("likely"), std::string::npos);
+  EXPECT_NE(lowering::to_string(f.device_funcs[0].body).find("likely"), std::string::npos);
   // The intermediate C is a temporary of the host, a buffer parameter of both kernels.
   ASSERT_EQ(f.device_funcs[0].buffer_params.size(), 3u);
   EXPECT_EQ(f.device_funcs[0].buffer_params[2].name(), "C");
   ASSERT_EQ(f.device_funcs[1].buffer_params.size(), 2u);
   EXPECT_EQ(f.device_funcs[1].buffer_params[0].name(), "D");
   EXPECT_EQ(f.device_funcs[1].buffer_params[1].name(), "C");
-  std::string host = lower::to_string(f.body);
+  std::string host = lowering::to_string(f.body);
   EXPECT_LT(host.find("f_kernel0"), host.find("f_kernel1")) << host;
 }
 
@@ -158,7 +158,7 @@ TEST(GpuLower, UnboundStageIsAnError) {
     EXPECT_NE(std::string(err.what()).find("stage 'C' is not bound to GPU threads"), std::string::npos) << err.what();
   }
   // The same schedule still lowers for the CPU.
-  EXPECT_NO_THROW(lower::lower(e.s, {e.A, e.B, e.C}, "f"));
+  EXPECT_NO_THROW(lowering::lower(e.s, {e.A, e.B, e.C}, "f"));
 }
 
 TEST(GpuLower, VerifierRejectsTooManyThreads) {
@@ -402,15 +402,15 @@ class KernelEmulator {
     return value ? ((*it->second)[i] = *value) : (*it->second)[i];
   }
 
-  void exec(const lower::Stmt& s, Env& env) {
-    using lower::StmtKind;
+  void exec(const lowering::Stmt& s, Env& env) {
+    using lowering::StmtKind;
     if (!s.defined()) return;
     switch (s.kind()) {
       case StmtKind::Seq:
-        for (const auto& p : s.as<lower::SeqStmtNode>()->seq) exec(p, env);
+        for (const auto& p : s.as<lowering::SeqStmtNode>()->seq) exec(p, env);
         break;
       case StmtKind::For: {
-        const auto* op = s.as<lower::ForNode>();
+        const auto* op = s.as<lowering::ForNode>();
         double mn = eval(op->min, env), ext = eval(op->extent, env);
         for (double v = mn; v < mn + ext; ++v) {
           env.vars[op->loop_var.get()] = v;
@@ -419,19 +419,19 @@ class KernelEmulator {
         break;
       }
       case StmtKind::LetStmt: {
-        const auto* op = s.as<lower::LetStmtNode>();
+        const auto* op = s.as<lowering::LetStmtNode>();
         env.vars[op->var.get()] = eval(op->value, env);
         exec(op->body, env);
         break;
       }
-      case StmtKind::AttrStmt: exec(s.as<lower::AttrStmtNode>()->body, env); break;
+      case StmtKind::AttrStmt: exec(s.as<lowering::AttrStmtNode>()->body, env); break;
       case StmtKind::IfThenElse: {
-        const auto* op = s.as<lower::IfThenElseNode>();
+        const auto* op = s.as<lowering::IfThenElseNode>();
         exec(eval(op->condition, env) ? op->then_case : op->else_case, env);
         break;
       }
       case StmtKind::Allocate: {
-        const auto* op = s.as<lower::AllocateNode>();
+        const auto* op = s.as<lowering::AllocateNode>();
         size_t n = size_t(te::as_const_int(te::simplify(op->size())).value());
         if (op->scope == "shared") {
           std::lock_guard<std::mutex> g(mu_);
@@ -447,7 +447,7 @@ class KernelEmulator {
         break;
       }
       case StmtKind::Store: {
-        const auto* op = s.as<lower::StoreNode>();
+        const auto* op = s.as<lowering::StoreNode>();
         if (op->predicate.defined() && !eval(op->predicate, env)) break;
         double v = eval(op->value, env);
         if (!op->value.dtype().is_float()) v = std::trunc(v);
@@ -456,9 +456,9 @@ class KernelEmulator {
         break;
       }
       case StmtKind::Evaluate: {
-        if (lower::is_no_op(s)) break;
-        const auto* c = s.as<lower::EvaluateNode>()->value.as<te::CallNode>();
-        if (!c || c->name != lower::kSyncThreads) throw std::runtime_error("emulator: unsupported evaluate");
+        if (lowering::is_no_op(s)) break;
+        const auto* c = s.as<lowering::EvaluateNode>()->value.as<te::CallNode>();
+        if (!c || c->name != lowering::kSyncThreads) throw std::runtime_error("emulator: unsupported evaluate");
         env.sync->arrive_and_wait();
         ++env.epoch;
         break;
@@ -503,7 +503,7 @@ TEST(GpuLower, MatmulCooperativeFetchVirtualThreads) {
   LoweredFunc f = lower_cuda(m.s, {m.A, m.B, m.C}, &print);
   ASSERT_EQ(f.device_funcs.size(), 1u) << f;
   const DeviceFunc& k = f.device_funcs[0];
-  std::string body = lower::to_string(k.body);
+  std::string body = lowering::to_string(k.body);
   EXPECT_EQ(extent_of(k, "blockIdx.x"), 2);
   EXPECT_EQ(extent_of(k, "blockIdx.y"), 2);
   EXPECT_EQ(extent_of(k, "threadIdx.x"), 8);
@@ -511,11 +511,11 @@ TEST(GpuLower, MatmulCooperativeFetchVirtualThreads) {
   EXPECT_EQ(k.thread_extents.size(), 4u);
   // Shared tiles cover the whole block: 64 rows x 8 of A and 8 x 64 of B, float32.
   EXPECT_EQ(k.shared_bytes, (64 * 8 + 8 * 64) * 4) << body;
-  const lower::AllocateNode* aa = find_alloc(k.body, "A.shared");
+  const lowering::AllocateNode* aa = find_alloc(k.body, "A.shared");
   ASSERT_NE(aa, nullptr) << body;
   EXPECT_EQ(aa->scope, "shared");
   // The local accumulator: a 4x4 tile per virtual thread, 2x2 virtual threads.
-  const lower::AllocateNode* cl = find_alloc(k.body, "C.local");
+  const lowering::AllocateNode* cl = find_alloc(k.body, "C.local");
   ASSERT_NE(cl, nullptr) << body;
   EXPECT_EQ(cl->scope, "local");
   EXPECT_EQ(te::as_const_int(te::simplify(cl->size())), 64) << body;
@@ -527,20 +527,20 @@ TEST(GpuLower, MatmulCooperativeFetchVirtualThreads) {
   EXPECT_EQ(stores_to(k.body, "C"), 4) << body;
   // Barriers: after the fetches and at the end of each step of ko, nowhere else.
   EXPECT_EQ(count_barriers(k.body), 2) << body;
-  const lower::ForNode* ko = nullptr;
-  lower::post_order_visit(k.body, [&](const lower::Stmt& x) {
-    if (const auto* fo = x.as<lower::ForNode>(); fo && fo->loop_var.name() == "k.c.outer") ko = fo;
+  const lowering::ForNode* ko = nullptr;
+  lowering::post_order_visit(k.body, [&](const lowering::Stmt& x) {
+    if (const auto* fo = x.as<lowering::ForNode>(); fo && fo->loop_var.name() == "k.c.outer") ko = fo;
   });
   ASSERT_NE(ko, nullptr) << body;
   EXPECT_EQ(count_barriers(ko->body), 2) << body;
   // The steps of one iteration, in order, through the shared allocations.
   std::vector<Stmt> steps;
   std::function<void(const Stmt&)> flatten = [&](const Stmt& x) {
-    if (const auto* sq = x.as<lower::SeqStmtNode>()) {
+    if (const auto* sq = x.as<lowering::SeqStmtNode>()) {
       for (const Stmt& p : sq->seq) flatten(p);
-    } else if (const auto* a = x.as<lower::AttrStmtNode>()) {
+    } else if (const auto* a = x.as<lowering::AttrStmtNode>()) {
       flatten(a->body);
-    } else if (const auto* al = x.as<lower::AllocateNode>()) {
+    } else if (const auto* al = x.as<lowering::AllocateNode>()) {
       flatten(al->body);
     } else {
       steps.push_back(x);
@@ -552,7 +552,7 @@ TEST(GpuLower, MatmulCooperativeFetchVirtualThreads) {
   EXPECT_EQ(count_barriers(steps[2]), 1) << body;  // after both fetches
   EXPECT_EQ(stores_to(steps[3], "C.local"), 4) << body;
   const auto* seq = &steps;
-  lower::Stmt before = lower::seq({(*seq)[0], (*seq)[1]});
+  lowering::Stmt before = lowering::seq({(*seq)[0], (*seq)[1]});
   EXPECT_EQ(stores_to(before, "A.shared"), 1) << body;
   EXPECT_EQ(stores_to(before, "B.shared"), 1) << body;
   EXPECT_EQ(stores_to(before, "C.local"), 0) << body;
@@ -571,12 +571,12 @@ TEST(GpuLower, EmulatorCatchesAMissingBarrier) {
   EXPECT_EQ(emulate_matmul(f, 64, 16), "");
   // Without the barrier at the end of each reduction step, the next fetch overwrites tiles
   // other threads still read.
-  struct DropLast : lower::IRMutator {
+  struct DropLast : lowering::IRMutator {
     int seen = 0;
-    Stmt mutate_(const lower::EvaluateNode* op) override {
+    Stmt mutate_(const lowering::EvaluateNode* op) override {
       const auto* c = op->value.as<te::CallNode>();
-      if (c && c->name == lower::kSyncThreads && ++seen == 2) return lower::no_op();
-      return lower::IRMutator::mutate_(op);
+      if (c && c->name == lowering::kSyncThreads && ++seen == 2) return lowering::no_op();
+      return lowering::IRMutator::mutate_(op);
     }
   };
   LoweredFunc broken = f;
@@ -591,7 +591,7 @@ TEST(GpuLower, StorageAlignPadsSharedRows) {
   LoweredFunc f = lower_cuda(m.s, {m.A, m.B, m.C});
   ASSERT_EQ(f.device_funcs.size(), 1u);
   // A.shared is 64 x 8 with its row stride padded from 8 to 9; B.shared 8 x 64 → 8 x 65.
-  const lower::AllocateNode* aa = find_alloc(f.device_funcs[0].body, "A.shared");
+  const lowering::AllocateNode* aa = find_alloc(f.device_funcs[0].body, "A.shared");
   ASSERT_NE(aa, nullptr);
   EXPECT_EQ(te::as_const_int(te::simplify(aa->size())), 64 * 9);
   EXPECT_EQ(f.device_funcs[0].shared_bytes, (64 * 9 + 8 * 65) * 4);

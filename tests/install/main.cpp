@@ -51,7 +51,7 @@ int main(int argc, char** argv) try {
   s[C].reorder({io, jo, k, ii, ji});
   s[C].vectorize(ji);
   s[C].parallel(io);
-  std::cout << lower::lower(s, {A, B, C}, "matmul");
+  std::cout << lower(s, {A, B, C}, "matmul");
 
   runtime::Module m = build(s, {A, B, C}, Target("llvm"), "matmul");
   runtime::NDArray a = runtime::NDArray::empty({M, K}, DataType::Float(32));

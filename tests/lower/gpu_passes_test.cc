@@ -8,7 +8,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 namespace {
 
 using te::make;
@@ -293,4 +293,4 @@ TEST(CheckThreadBinding, StoreOutsideKernel) {
 }
 
 }  // namespace
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -6,7 +6,7 @@
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 namespace {
 
 using te::make;
@@ -421,4 +421,4 @@ TEST(MakePackedApi, ChecksEveryArgument) {
 }
 
 }  // namespace
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -9,7 +9,7 @@
 namespace loom::tuner {
 namespace {
 
-using namespace loom::lower;  // NOLINT
+using namespace loom::lowering;  // NOLINT
 namespace fl = features;
 
 float lg(double x) { return float(std::log2(1.0 + x)); }

@@ -151,7 +151,7 @@ TEST(Task, MatmulDefaultIsRegisterBlocked) {
   EXPECT_EQ(d.value("tile_x"), (std::vector<int64_t>{-1, 4, 32})) << d.str();
   EXPECT_EQ(d.label("unroll_k"), "unroll");
   Instance inst = t.instantiate_default();
-  std::string ir = lower::to_string(lower::lower(inst.schedule, inst.args, "matmul"));
+  std::string ir = lowering::to_string(lowering::lower(inst.schedule, inst.args, "matmul"));
   // The accumulator is a local register tile of 8 x 32 floats updated with 16-wide vectors.
   EXPECT_NE(ir.find("allocate C.local: float32[256] \"local\""), std::string::npos) << ir;
   EXPECT_NE(ir.find("C.local[ramp(240, 1, 16)] = (C.local[ramp(240, 1, 16)] + "), std::string::npos) << ir;

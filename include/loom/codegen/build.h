@@ -14,6 +14,6 @@ namespace loom::codegen {
 runtime::Module build(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const Target& target,
                       const std::string& name);
 /// Compiles several lowered (packed) functions into one module.
-runtime::Module build(const std::vector<lower::LoweredFunc>& funcs, const Target& target);
+runtime::Module build(const std::vector<lowering::LoweredFunc>& funcs, const Target& target);
 
 }  // namespace loom::codegen

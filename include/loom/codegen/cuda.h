@@ -16,10 +16,10 @@ struct CudaCodegenOptions {
 };
 
 /// CUDA C of one kernel: `extern "C" __global__ void __launch_bounds__(threads) name(…)`.
-std::string cuda_kernel_source(const lower::DeviceFunc& k, const CudaCodegenOptions& opts = {});
+std::string cuda_kernel_source(const lowering::DeviceFunc& k, const CudaCodegenOptions& opts = {});
 /// A complete translation unit (prelude + every kernel of every function).
-std::string cuda_source(const std::vector<lower::LoweredFunc>& funcs, const CudaCodegenOptions& opts = {});
-std::string cuda_source(const lower::LoweredFunc& f, const CudaCodegenOptions& opts = {});
+std::string cuda_source(const std::vector<lowering::LoweredFunc>& funcs, const CudaCodegenOptions& opts = {});
+std::string cuda_source(const lowering::LoweredFunc& f, const CudaCodegenOptions& opts = {});
 
 /// True when libnvrtc could be opened.
 bool nvrtc_available();
@@ -33,6 +33,6 @@ std::string compile_to_ptx(const std::string& src, const std::string& arch, bool
 std::string cuda_arch(const Target& target);
 
 /// Compiles lowered (packed) functions with device kernels into a "cuda" module.
-runtime::Module build_cuda(const std::vector<lower::LoweredFunc>& funcs, const Target& target);
+runtime::Module build_cuda(const std::vector<lowering::LoweredFunc>& funcs, const Target& target);
 
 }  // namespace loom::codegen

@@ -3,7 +3,7 @@
 #include "loom/lower/stmt.h"
 #include "loom/te/expr_functor.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 /// Rebuilds statements bottom-up, keeping unchanged subtrees shared.
 class IRMutator : public te::ExprMutator {
@@ -30,4 +30,4 @@ class IRMutator : public te::ExprMutator {
 /// Replaces variables in every expression of a statement.
 Stmt substitute(const Stmt& s, const te::VarMap& vmap);
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

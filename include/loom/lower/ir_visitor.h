@@ -3,7 +3,7 @@
 #include "loom/lower/stmt.h"
 #include "loom/te/expr_functor.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 /// Walks statements and the expressions in them.
 class IRVisitor : public te::ExprVisitor {
@@ -30,4 +30,4 @@ class IRVisitor : public te::ExprVisitor {
 /// Calls `f` on every statement of `s`, children before parents.
 void post_order_visit(const Stmt& s, const std::function<void(const Stmt&)>& f);
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -8,7 +8,7 @@
 #include "loom/runtime/target.h"
 #include "loom/schedule/schedule.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 /// One tensor argument of a lowered function.
 struct BufferArg {
@@ -64,4 +64,4 @@ LoweredFunc lower(const schedule::Schedule& s, const std::vector<Tensor>& args, 
 std::string to_string(const LoweredFunc& f);
 std::ostream& operator<<(std::ostream& os, const LoweredFunc& f);
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

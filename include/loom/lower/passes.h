@@ -7,7 +7,7 @@
 #include "loom/lower/stmt.h"
 #include "loom/schedule/schedule.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 /// Inferred range of every iteration variable of every stage.
 using BoundMap = std::unordered_map<const te::IterVarNode*, Range>;
@@ -79,4 +79,4 @@ struct GpuLimits {
 /// Throws loom::Error naming the kernel and the limit when a kernel of `f` exceeds `limits`.
 void verify_gpu(const LoweredFunc& f, const GpuLimits& limits = {});
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -7,7 +7,7 @@
 #include "loom/te/expr.h"
 #include "loom/te/tensor.h"
 
-namespace loom::lower {
+namespace loom::lowering {
 
 using te::Expr;
 using te::Range;
@@ -188,4 +188,4 @@ bool is_no_op(const Stmt& s);
 std::string to_string(const Stmt& s);
 std::ostream& operator<<(std::ostream& os, const Stmt& s);
 
-}  // namespace loom::lower
+}  // namespace loom::lowering

@@ -42,7 +42,7 @@ inline constexpr int kKnobs = kGlobal + kGlobalFeatures;
 
 /// The fixed-length (features::kLength) feature vector of a lowered function (lowered with
 /// skip_packed_api) and, if given, of the config that produced it. Deterministic.
-std::vector<float> extract_features(const lower::LoweredFunc& f, const ConfigEntity* e = nullptr);
+std::vector<float> extract_features(const lowering::LoweredFunc& f, const ConfigEntity* e = nullptr);
 
 /// Instantiates config `e` of `task`, lowers it and extracts its features. Throws
 /// InstantiationError (or loom::Error from lowering) for a config that cannot be built.
