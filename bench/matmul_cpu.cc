@@ -45,7 +45,7 @@ struct Options {
   std::string json;
   int repeat = 7;
   int naive_max = 1024;  // the unscheduled loop nest is timed only up to this M=N=K volume
-  int bm = 32, bn = 32, kfactor = 4;
+  int bm = 64, bn = 64, kfactor = 8;
   bool print_ir = false;
 };
 
@@ -59,8 +59,8 @@ void usage(const char* argv0) {
       "  --json FILE      also write the results as JSON to FILE\n"
       "  --repeat R       timed runs per measurement after one warm-up; the median is reported (default 7)\n"
       "  --naive-max N    time the unscheduled loop nest only when M*N*K <= N^3 (default 1024; 0: never)\n"
-      "  --tile BMxBN     tile of C computed per task (default 32x32; BN a multiple of 16)\n"
-      "  --kfactor F      reduction split factor, unrolled (default 4)\n"
+      "  --tile BMxBN     tile of C computed per task (default 64x64; BN a multiple of 16)\n"
+      "  --kfactor F      reduction split factor, unrolled (default 8)\n"
       "  --print-ir       print the lowered loop IR of the tuned schedule\n"
       "  --help           this message\n",
       argv0);
