@@ -79,6 +79,9 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
   if (gpu) check_thread_binding(f.body);
   step("simplify", simplify(f.body));
   step("storage_flatten", storage_flatten(f.body, f.args));
+  // double_buffer only pays off with threads that fetch and compute concurrently; CPU
+  // targets ignore it.
+  if (!gpu) step("strip_double_buffer", strip_double_buffer(f.body));
   step("simplify", simplify(f.body));
   if (!gpu) {
     step("loop_partition", loop_partition(f.body));
@@ -86,6 +89,7 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
   }
   step("vectorize_loops", vectorize_loops(f.body));
   if (gpu) step("inject_virtual_thread", inject_virtual_thread(f.body));
+  if (gpu) step("inject_double_buffer", inject_double_buffer(f.body));
   step("storage_rewrite", storage_rewrite(f.body));
   step("unroll_loops", unroll_loops(f.body));
   step("simplify", simplify(f.body));

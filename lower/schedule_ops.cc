@@ -212,6 +212,11 @@ Stmt realize(const StageNode& st, const BoundMap& bounds, Stmt body) {
       if (dim >= 0 && size_t(dim) < b.size()) n->align[dim] = fo;
     }
     body = Stmt(n);
+    if (st.double_buffer) {
+      // storage_flatten moves the marker onto the buffer's Allocate.
+      body = make_stmt<AttrStmtNode>(te::IterVar(), Var(n->tensor.name(), DataType::Handle()), attr::kDoubleBuffer,
+                                     te::make_const(DataType::Int(32), 1), body);
+    }
   }
   return body;
 }

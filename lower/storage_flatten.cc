@@ -86,6 +86,19 @@ class StorageFlattener : public IRMutator {
     return alloc;
   }
 
+  /// A kDoubleBuffer marker around a realize goes to the Allocate (by its buffer var);
+  /// around anything else (the realize of an argument was stripped) it is dropped.
+  Stmt mutate_(const AttrStmtNode* op) override {
+    if (op->key != attr::kDoubleBuffer) return IRMutator::mutate_(op);
+    if (!op->body.as<ProducerRealizeNode>()) return mutate(op->body);
+    Stmt body = mutate(op->body);
+    Var data;
+    if (const auto* a = body.as<AllocateNode>()) data = a->buffer_var;
+    if (const auto* a = body.as<AttrStmtNode>(); a && a->key == attr::kStorageScope) data = a->var;
+    if (!data.defined()) return body;
+    return make_stmt<AttrStmtNode>(te::IterVar(), data, attr::kDoubleBuffer, op->value, body);
+  }
+
   Stmt mutate_(const ProducerStoreNode* op) override {
     const FlatBuffer& b = lookup(op->tensor);
     Expr value = mutate(op->value);

@@ -10,6 +10,18 @@
 // needs one inside is an error. Accesses are compared per buffer, not per element, so a
 // barrier may be placed where one thread only touches its own elements; write-after-write
 // without a read in between does not synchronize.
+//
+// Double buffers (inject_double_buffer): accesses to buffer b under an attr::kDoubleBuffer
+// attribute of b (the fetch of the next step) go to the other half than the rest of the loop
+// body, and are recorded under a shadow of b, so that they do not conflict with the reads of
+// the current half in the same iteration. At the end of the loop whose body holds the
+// attribute the halves swap roles: the pending accesses of b and of its shadow are exchanged
+// before they are checked against the next iteration. So the fetch of step k + 1 and the
+// compute of step k share one barrier at the end of the iteration (its RAW for the next step
+// and its WAR for the fetch after it), and the prologue fetch gets one before the loop. The
+// attributes are removed once barriers are placed.
+#include <functional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "loom/lower/ir_mutator.h"
@@ -61,23 +73,62 @@ int count_barriers(const Stmt& s) {
 
 class AccessCollector : public IRVisitor {
  public:
-  explicit AccessCollector(const VarSet& shared) : shared_(shared) {}
+  /// `remap`: buffers whose accesses are recorded under another variable.
+  AccessCollector(const VarSet& shared, const std::unordered_map<const te::VarNode*, const te::VarNode*>& remap)
+      : shared_(shared), remap_(remap) {}
   Accesses acc;
   using IRVisitor::visit;
 
  protected:
   void visit_(const te::LoadNode* op) override {
-    if (shared_.count(op->buffer_var.get())) acc.reads.insert(op->buffer_var.get());
+    if (shared_.count(op->buffer_var.get())) acc.reads.insert(key(op->buffer_var.get()));
     IRVisitor::visit_(op);
   }
   void visit_(const StoreNode* op) override {
-    if (shared_.count(op->buffer_var.get())) acc.writes.insert(op->buffer_var.get());
+    if (shared_.count(op->buffer_var.get())) acc.writes.insert(key(op->buffer_var.get()));
     IRVisitor::visit_(op);
   }
 
+
  private:
+  const te::VarNode* key(const te::VarNode* b) const {
+    auto it = remap_.find(b);
+    return it == remap_.end() ? b : it->second;
+  }
   const VarSet& shared_;
+  const std::unordered_map<const te::VarNode*, const te::VarNode*>& remap_;
 };
+
+bool is_double_buffer_attr(const AttrStmtNode* op) { return op->key == attr::kDoubleBuffer && op->var.defined(); }
+
+/// Buffers with a kDoubleBuffer attribute in `s`, outside nested loops.
+std::vector<const te::VarNode*> double_buffers_in(const Stmt& s) {
+  std::vector<const te::VarNode*> out;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
+    if (!x.defined()) return;
+    switch (x.kind()) {
+      case StmtKind::Seq:
+        for (const Stmt& p : x.as<SeqStmtNode>()->seq) walk(p);
+        break;
+      case StmtKind::AttrStmt: {
+        const auto* a = x.as<AttrStmtNode>();
+        if (is_double_buffer_attr(a)) out.push_back(a->var.get());
+        walk(a->body);
+        break;
+      }
+      case StmtKind::LetStmt: walk(x.as<LetStmtNode>()->body); break;
+      case StmtKind::Allocate: walk(x.as<AllocateNode>()->body); break;
+      case StmtKind::AssertStmt: walk(x.as<AssertStmtNode>()->body); break;
+      case StmtKind::IfThenElse:
+        walk(x.as<IfThenElseNode>()->then_case);
+        walk(x.as<IfThenElseNode>()->else_case);
+        break;
+      default: break;
+    }
+  };
+  walk(s);
+  return out;
+}
 
 class SyncPlanner {
  public:
@@ -96,8 +147,9 @@ class SyncPlanner {
         const auto* op = s.as<ForNode>();
         Stmt pre = sync_before_block(op->body, state);
         Accesses entry = state;
+        std::vector<const te::VarNode*> halves = double_buffers_in(op->body);
         Stmt body = plan(op->body, state);
-        if (conflict(state, head(body).first)) {
+        if (conflict(swap_halves(state, halves), head(body).first)) {
           body = seq({body, barrier()});
           state.clear();
         }
@@ -127,6 +179,13 @@ class SyncPlanner {
       }
       case StmtKind::AttrStmt: {
         const auto* op = s.as<AttrStmtNode>();
+        if (is_double_buffer_attr(op)) {
+          if (!shared_.count(op->var.get())) return plan(op->body, state);
+          const te::VarNode* prev = enter_next_half(op->var.get());
+          Stmt body = plan(op->body, state);
+          leave_next_half(op->var.get(), prev);
+          return make_stmt<AttrStmtNode>(op->iter_var, op->var, op->key, op->value, body);
+        }
         if (op->key == attr::kThreadExtent && op->iter_var.defined() &&
             op->iter_var->thread_tag.rfind("threadIdx", 0) == 0)
           thread_dep_.insert(op->iter_var.var().get());
@@ -233,7 +292,14 @@ class SyncPlanner {
         return {acc, st && se && op->else_case.defined()};
       }
       case StmtKind::LetStmt: return head(s.as<LetStmtNode>()->body);
-      case StmtKind::AttrStmt: return head(s.as<AttrStmtNode>()->body);
+      case StmtKind::AttrStmt: {
+        const auto* op = s.as<AttrStmtNode>();
+        if (!is_double_buffer_attr(op) || !shared_.count(op->var.get())) return head(op->body);
+        const te::VarNode* prev = enter_next_half(op->var.get());
+        auto r = head(op->body);
+        leave_next_half(op->var.get(), prev);
+        return r;
+      }
       case StmtKind::Allocate: return head(s.as<AllocateNode>()->body);
       default:
         if (is_barrier(s)) return {{}, true};
@@ -241,13 +307,48 @@ class SyncPlanner {
     }
   }
 
+  /// The variable that stands for the other half of double buffer `b`.
+  const te::VarNode* shadow(const te::VarNode* b) const {
+    auto it = shadows_.find(b);
+    if (it == shadows_.end()) it = shadows_.emplace(b, Var(b->name + ".next", b->dtype)).first;
+    return it->second.get();
+  }
+  const te::VarNode* enter_next_half(const te::VarNode* b) const {
+    auto it = remap_.find(b);
+    const te::VarNode* prev = it == remap_.end() ? nullptr : it->second;
+    remap_[b] = shadow(b);
+    return prev;
+  }
+  void leave_next_half(const te::VarNode* b, const te::VarNode* prev) const {
+    if (prev) remap_[b] = prev;
+    else remap_.erase(b);
+  }
+  /// `a` with the halves of the given double buffers exchanged.
+  Accesses swap_halves(const Accesses& a, const std::vector<const te::VarNode*>& bufs) const {
+    if (bufs.empty()) return a;
+    std::unordered_map<const te::VarNode*, const te::VarNode*> sw;
+    for (const auto* b : bufs) {
+      sw[b] = shadow(b);
+      sw[shadow(b)] = b;
+    }
+    auto map = [&](const VarSet& in) {
+      VarSet out;
+      for (const auto* v : in) {
+        auto it = sw.find(v);
+        out.insert(it == sw.end() ? v : it->second);
+      }
+      return out;
+    };
+    return Accesses{map(a.reads), map(a.writes)};
+  }
+
   Accesses accesses(const Stmt& s) const {
-    AccessCollector c(shared_);
+    AccessCollector c(shared_, remap_);
     c.visit(s);
     return std::move(c.acc);
   }
   Accesses accesses(const Expr& e) const {
-    AccessCollector c(shared_);
+    AccessCollector c(shared_, remap_);
     if (e.defined()) c.visit(e);
     return std::move(c.acc);
   }
@@ -257,6 +358,8 @@ class SyncPlanner {
 
   VarSet shared_;
   VarSet thread_dep_;
+  mutable std::unordered_map<const te::VarNode*, Var> shadows_;
+  mutable std::unordered_map<const te::VarNode*, const te::VarNode*> remap_;
 };
 
 }  // namespace
@@ -266,9 +369,9 @@ Stmt thread_sync(const Stmt& s) {
   post_order_visit(s, [&](const Stmt& x) {
     if (const auto* a = x.as<AllocateNode>(); a && a->scope == "shared") shared.insert(a->buffer_var.get());
   });
-  if (shared.empty()) return s;
+  if (shared.empty()) return strip_double_buffer(s);
   Accesses state;
-  return SyncPlanner(std::move(shared)).plan(s, state);
+  return strip_double_buffer(SyncPlanner(std::move(shared)).plan(s, state));
 }
 
 }  // namespace loom::lowering

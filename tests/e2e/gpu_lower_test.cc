@@ -586,6 +586,73 @@ TEST(GpuLower, EmulatorCatchesAMissingBarrier) {
   EXPECT_NE(err.find("race"), std::string::npos) << err << "\n" << broken.device_funcs[0].body;
 }
 
+TEST(GpuLower, DoubleBufferedMatmulOneBarrierPerStep) {
+  GpuMatmul m = make_gpu_matmul(128, 32, 64, 8, 2, 8);
+  m.s[m.AA].double_buffer();
+  m.s[m.BB].double_buffer();
+  std::ostringstream print;
+  LoweredFunc f = lower_cuda(m.s, {m.A, m.B, m.C}, &print);
+  ASSERT_EQ(f.device_funcs.size(), 1u) << f;
+  const DeviceFunc& k = f.device_funcs[0];
+  std::string body = lowering::to_string(k.body);
+  // Two halves of each tile.
+  EXPECT_EQ(k.shared_bytes, 2 * (64 * 8 + 8 * 64) * 4) << body;
+  const lowering::AllocateNode* aa = find_alloc(k.body, "A.shared");
+  ASSERT_NE(aa, nullptr) << body;
+  EXPECT_EQ(te::as_const_int(te::simplify(aa->size())), 2 * 64 * 8) << body;
+  // A prologue fetch before the reduction loop, the fetch of step k + 1 inside it.
+  EXPECT_EQ(stores_to(k.body, "A.shared"), 2) << body;
+  EXPECT_EQ(stores_to(k.body, "B.shared"), 2) << body;
+  const lowering::ForNode* ko = nullptr;
+  lowering::post_order_visit(k.body, [&](const lowering::Stmt& x) {
+    if (const auto* fo = x.as<lowering::ForNode>(); fo && fo->loop_var.name() == "k.c.outer") ko = fo;
+  });
+  ASSERT_NE(ko, nullptr) << body;
+  EXPECT_EQ(stores_to(ko->body, "A.shared"), 1) << body;
+  EXPECT_EQ(stores_to(ko->body, "B.shared"), 1) << body;
+  EXPECT_NE(body.find("if ((k.c.outer < 3))"), std::string::npos) << body;
+  EXPECT_NE(body.find("floormod(k.c.outer + 1, 2)"), std::string::npos) << body;
+  EXPECT_EQ(body.find("double_buffer_scope"), std::string::npos) << body;
+  // One barrier per step (at its end) and one after the prologue.
+  EXPECT_EQ(count_barriers(ko->body), 1) << body;
+  EXPECT_EQ(count_barriers(k.body), 2) << body;
+  EXPECT_NE(print.str().find("after inject_double_buffer"), std::string::npos);
+  EXPECT_EQ(emulate_matmul(f, 128, 32), "");
+
+  // Without the barrier of each step, the fetch of step k + 2 overwrites the half that
+  // other threads still read at step k, and the emulator sees it.
+  struct DropLast : lowering::IRMutator {
+    int seen = 0;
+    Stmt mutate_(const lowering::EvaluateNode* op) override {
+      const auto* c = op->value.as<te::CallNode>();
+      if (c && c->name == lowering::kSyncThreads && ++seen == 2) return lowering::no_op();
+      return lowering::IRMutator::mutate_(op);
+    }
+  };
+  LoweredFunc broken = f;
+  broken.device_funcs[0].body = DropLast().mutate(f.device_funcs[0].body);
+  EXPECT_EQ(count_barriers(broken.device_funcs[0].body), 1);
+  std::string err = emulate_matmul(broken, 128, 32);
+  EXPECT_NE(err.find("race"), std::string::npos) << err;
+}
+
+TEST(GpuLower, DoubleBufferOnCpuIsIgnored) {
+  // A fetch inside the reduction loop, double-buffered: lowered for llvm as if it were not.
+  Tensor A = te::placeholder({32, 16}, DataType::Float(32), "A");
+  Tensor B = te::placeholder({16, 32}, DataType::Float(32), "B");
+  IterVar r = te::reduce_axis({0, 16}, "k");
+  Tensor C = te::compute({32, 32}, [&](Var i, Var j) { return te::sum(A(i, r) * B(r, j), {r}); }, "C");
+  schedule::Schedule s = schedule::create_schedule({C});
+  Tensor AA = s.cache_read(A, "global", std::vector<Tensor>{C});
+  auto [ko, ki] = s[C].split(s[C].reduce_axis(0), 4);
+  (void)ki;
+  s[AA].compute_at(s[C], ko);
+  s[AA].double_buffer();
+  LoweredFunc f = lowering::lower(s, {A, B, C}, "f");
+  EXPECT_EQ(lowering::to_string(f.body).find("double_buffer"), std::string::npos) << f.body;
+  EXPECT_EQ(stores_to(f.body, "A.global"), 1) << f.body;
+}
+
 TEST(GpuLower, StorageAlignPadsSharedRows) {
   GpuMatmul m = make_gpu_matmul(128, 32, 64, 8, 2, 8, /*align=*/8);
   LoweredFunc f = lower_cuda(m.s, {m.A, m.B, m.C});

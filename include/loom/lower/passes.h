@@ -61,6 +61,13 @@ void check_thread_binding(const Stmt& s);
 /// Removes vthread attributes: the work of each virtual thread is interleaved in the one
 /// real thread, buffers allocated under it are expanded per virtual thread.
 Stmt inject_virtual_thread(const Stmt& s);
+/// Double buffering of shared tiles fetched at the start of each step of a serial loop (the
+/// allocation marked with attr::kDoubleBuffer by schedule_ops): 2x allocation, a prologue
+/// fetch of the first step, and the fetch of step k + 1 into the other half inside the loop.
+/// Allocations that do not match the pattern are left as they are.
+Stmt inject_double_buffer(const Stmt& s);
+/// Drops attr::kDoubleBuffer attributes (CPU targets ignore double_buffer).
+Stmt strip_double_buffer(const Stmt& s);
 /// Inserts kSyncThreads barriers between conflicting accesses to "shared" buffers.
 Stmt thread_sync(const Stmt& s);
 /// Cuts each outermost thread_extent region into a DeviceFunc of f.device_funcs, leaving
