@@ -419,4 +419,54 @@ void export_library(const LLVMModuleNode& node, const std::string& path, const s
   write_file(header_path(path), c_header(node, out.filename().string()), "export_library");
 }
 
+void export_c_library(const std::string& c_source, const std::vector<std::string>& exports,
+                      const std::string& header, const std::string& path) {
+  LOOM_CHECK(!path.empty(), "export_library: empty path");
+  fs::path out(path);
+  fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  LOOM_CHECK(fs::is_directory(dir), "export_library: directory '{}' of '{}' does not exist", dir.string(), path);
+  std::string why;
+  std::vector<std::string> cc = find_c_compiler(Target("llvm"), &why);
+  LOOM_CHECK(!cc.empty(), "{}", why);
+
+  TempDir tmp;
+  fs::path src = tmp.path() / "module.c";
+  fs::path obj = tmp.path() / "module.o";
+  fs::path rt = tmp.path() / "loom_module_runtime.o";
+  fs::path map = tmp.path() / "exports.map";
+  write_file(src, c_source, "export_library");
+  std::vector<std::string> compile = cc;
+  for (const char* a : {"-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread", "-c"}) compile.push_back(a);
+  compile.insert(compile.end(), {src.string(), "-o", obj.string()});
+  std::string log;
+  int status = run_command(compile, tmp.path() / "cc.log", &log);
+  LOOM_CHECK(status == 0, "export_library: compiling the generated C source of {} failed (status {}): {}\n{}", path,
+             status, join(compile), log);
+  write_file(rt, runtime_object(cc, tmp), "export_library");
+  std::string map_text = "{\n  global:\n";
+  for (const auto& e : exports) map_text += fmt::format("    {};\n", e);
+  map_text += "    loom_get_last_error;\n    __loom_get_last_error;\n  local: *;\n};\n";
+  write_file(map, map_text, "export_library");
+
+  fs::path staged = dir / fmt::format(".{}.{}.tmp", out.filename().string(), getpid());
+  std::vector<std::string> cmd = cc;
+  cmd.insert(cmd.end(), {"-shared", "-o", staged.string(), obj.string(), rt.string(), "-Wl,-Bsymbolic",
+                         "-Wl,--version-script=" + map.string(), "-Wl,-soname," + out.filename().string(),
+                         "-Wl,--as-needed", "-Wl,-z,noexecstack", "-Wl,-z,relro", "-Wl,-z,now", "-static-libgcc",
+                         "-pthread", "-lm", "-ldl"});
+  status = run_command(cmd, tmp.path() / "link.log", &log);
+  if (status != 0) {
+    std::error_code ec;
+    fs::remove(staged, ec);
+    fail("export_library: linking {} failed (status {}): {}\n{}", path, status, join(cmd), log);
+  }
+  std::error_code ec;
+  fs::rename(staged, out, ec);
+  if (ec) {
+    fs::remove(staged, ec);
+    fail("export_library: cannot move the library to '{}': {}", path, ec.message());
+  }
+  write_file(header_path(path), header, "export_library");
+}
+
 }  // namespace loom::codegen

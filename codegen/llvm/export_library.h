@@ -36,6 +36,14 @@ void export_object(const LLVMModuleNode& node, const std::string& path, const st
 /// what to install when there is none (the object file is written next to `path` first).
 void export_library(const LLVMModuleNode& node, const std::string& path, const std::vector<DeviceBlob>& blobs = {});
 
+/// A library for the host from generated C source instead of an LLVM object (device
+/// modules): `c_source` is compiled with the host's C compiler (-std=c11 -O2 -fPIC
+/// -fvisibility=hidden) and linked like export_library, with the embedded runtime, exporting
+/// `exports` and the runtime's error getters; `header` is written next to `path` (".so"
+/// replaced by ".h"). The library depends only on libc, libm, libpthread and libdl.
+void export_c_library(const std::string& c_source, const std::vector<std::string>& exports,
+                      const std::string& header, const std::string& path);
+
 /// The C header documenting and declaring every function of `node`.
 std::string c_header(const LLVMModuleNode& node, const std::string& library_file);
 

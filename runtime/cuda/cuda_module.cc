@@ -2,6 +2,7 @@
 // per plan that checks its arguments and launches the kernels in order.
 #include <fmt/ranges.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 
@@ -12,6 +13,11 @@
 
 namespace loom::runtime {
 namespace {
+
+std::atomic<CudaLibraryExporter>& library_exporter() {
+  static std::atomic<CudaLibraryExporter> exporter{nullptr};
+  return exporter;
+}
 
 using cuda::CUfunction;
 using cuda::CUmodule;
@@ -56,10 +62,13 @@ class CudaModuleNode : public ModuleNode, public std::enable_shared_from_this<Cu
   }
 
   void export_library(const std::string& path) override {
-    fail("export_library('{}'): export of cuda modules is not supported yet", path);
+    CudaLibraryExporter exporter = library_exporter().load();
+    LOOM_CHECK(exporter != nullptr, "export_library('{}'): no exporter for cuda modules is registered (the codegen "
+               "layer of libloom provides it)", path);
+    exporter(ptx_, funcs_, target_, path);
   }
   void export_object(const std::string& path) override {
-    fail("export_object('{}'): export of cuda modules is not supported yet", path);
+    fail("export_object('{}'): cuda modules have no host object file; use export_library", path);
   }
 
   std::string info_json() const override {
@@ -156,6 +165,8 @@ class CudaModuleNode : public ModuleNode, public std::enable_shared_from_this<Cu
 };
 
 }  // namespace
+
+void set_cuda_library_exporter(CudaLibraryExporter exporter) { library_exporter().store(exporter); }
 
 Module make_cuda_module(std::string ptx, std::string cuda_source, std::vector<CudaFunctionPlan> funcs,
                         std::string target) {

@@ -63,6 +63,13 @@ struct CudaFunctionPlan {
 Module make_cuda_module(std::string ptx, std::string cuda_source, std::vector<CudaFunctionPlan> funcs,
                         std::string target);
 
+/// Writes a "cuda" module as a self-contained shared library (docs/deploy.md). The codegen
+/// layer provides it (codegen/cuda/export_cuda.cc registers it when libloom loads); the
+/// runtime cannot compile, so export_library of a cuda module fails clearly without one.
+using CudaLibraryExporter = void (*)(const std::string& ptx, const std::vector<CudaFunctionPlan>& funcs,
+                                     const std::string& target, const std::string& path);
+void set_cuda_library_exporter(CudaLibraryExporter exporter);
+
 /// Runs `f` `number` times between two CUDA events, `repeat` times; returns seconds per run
 /// of each repeat. Throws without a GPU.
 std::vector<double> cuda_time(const std::function<void()>& f, int number, int repeat);
