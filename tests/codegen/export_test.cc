@@ -16,16 +16,22 @@
 #include <thread>
 #include <atomic>
 
+#include "common/process_util.h"
 #include "common/test_util.h"
 #include "loom/codegen/build.h"
 #include "loom/runtime/c_runtime_api.h"
 
-extern char** environ;
 
 namespace loom {
 namespace {
 
 namespace fs = std::filesystem;
+using test::compile_c_program;
+using test::ElfInfo;
+using test::host_env;
+using test::read_elf;
+using test::read_file;
+using test::run;
 using runtime::Module;
 using runtime::NDArray;
 
@@ -54,102 +60,14 @@ const fs::path& work_dir() {
   return dir;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// Runs argv with exactly `env` as its environment; returns the exit status, output in *out.
-int run(const std::vector<std::string>& argv, std::vector<std::string> env, std::string* out) {
-  fs::path log = work_dir() / fmt::format("run-{}.log", std::rand());
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  std::vector<char*> a, e;
-  for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-  a.push_back(nullptr);
-  for (auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
-  e.push_back(nullptr);
-  pid_t pid;
-  int err = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), e.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (err) {
-    *out = std::strerror(err);
-    return -1;
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  *out = read_file(log);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-std::vector<std::string> host_env() {
-  std::vector<std::string> env;
-  for (char** p = environ; *p; ++p) env.emplace_back(*p);
-  return env;
-}
-
 /// tests/codegen/export_loader.c, compiled once with the system C compiler.
 const std::string& loader() {
   static std::string exe = [] {
     std::string path = (work_dir() / "export_loader").string();
-    std::string out;
-    int st = run({"cc", "-std=c11", "-O1", std::string(LOOM_SOURCE_DIR) + "/tests/codegen/export_loader.c",
-                  "-o", path, "-ldl"},
-                 host_env(), &out);
-    if (st != 0) throw Error("cannot compile export_loader.c: " + out);
+    compile_c_program(std::string(LOOM_SOURCE_DIR) + "/tests/codegen/export_loader.c", path);
     return path;
   }();
   return exe;
-}
-
-// ------------------------------------------------------------------ ELF inspection
-
-struct ElfInfo {
-  uint16_t machine = 0;
-  std::vector<std::string> needed;
-  std::set<std::string> exported;  // defined global/weak symbols of default visibility
-};
-
-ElfInfo read_elf(const fs::path& p) {
-  std::string b = read_file(p);
-  ElfInfo info;
-  if (b.size() < sizeof(Elf64_Ehdr) || std::memcmp(b.data(), ELFMAG, SELFMAG) != 0 || b[EI_CLASS] != ELFCLASS64)
-    throw Error(p.string() + " is not a 64-bit ELF file");
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, b.data(), sizeof eh);
-  info.machine = eh.e_machine;
-  auto section = [&](size_t i) {
-    Elf64_Shdr sh;
-    std::memcpy(&sh, b.data() + eh.e_shoff + i * eh.e_shentsize, sizeof sh);
-    return sh;
-  };
-  for (size_t i = 0; i < eh.e_shnum; ++i) {
-    Elf64_Shdr sh = section(i);
-    if (sh.sh_type != SHT_DYNAMIC && sh.sh_type != SHT_DYNSYM) continue;
-    Elf64_Shdr str = section(sh.sh_link);
-    const char* strtab = b.data() + str.sh_offset;
-    if (sh.sh_type == SHT_DYNAMIC) {
-      for (size_t o = 0; o + sizeof(Elf64_Dyn) <= sh.sh_size; o += sizeof(Elf64_Dyn)) {
-        Elf64_Dyn d;
-        std::memcpy(&d, b.data() + sh.sh_offset + o, sizeof d);
-        if (d.d_tag == DT_NEEDED) info.needed.emplace_back(strtab + d.d_un.d_val);
-      }
-    } else {
-      for (size_t o = sizeof(Elf64_Sym); o + sizeof(Elf64_Sym) <= sh.sh_size; o += sizeof(Elf64_Sym)) {
-        Elf64_Sym s;
-        std::memcpy(&s, b.data() + sh.sh_offset + o, sizeof s);
-        int bind = ELF64_ST_BIND(s.st_info);
-        if (s.st_shndx != SHN_UNDEF && (bind == STB_GLOBAL || bind == STB_WEAK) &&
-            ELF64_ST_VISIBILITY(s.st_other) == STV_DEFAULT)
-          info.exported.insert(strtab + s.st_name);
-      }
-    }
-  }
-  return info;
 }
 
 // ------------------------------------------------------------------ helpers

@@ -1,0 +1,110 @@
+#include "common/process_util.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "loom/runtime/error.h"
+
+extern char** environ;
+
+namespace loom::test {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int run(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string* out) {
+  std::string log = (fs::temp_directory_path() / "loom-run-XXXXXX").string();
+  int fd = mkstemp(log.data());
+  if (fd < 0) {
+    *out = std::strerror(errno);
+    return -1;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fd, 1);
+  posix_spawn_file_actions_adddup2(&fa, fd, 2);
+  std::vector<char*> a, e;
+  for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  for (auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+  e.push_back(nullptr);
+  pid_t pid;
+  int err = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), e.data());
+  posix_spawn_file_actions_destroy(&fa);
+  close(fd);
+  if (err) {
+    *out = std::strerror(err);
+    unlink(log.c_str());
+    return -1;
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  *out = read_file(log);
+  unlink(log.c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+std::vector<std::string> host_env() {
+  std::vector<std::string> env;
+  for (char** p = environ; *p; ++p) env.emplace_back(*p);
+  return env;
+}
+
+void compile_c_program(const std::string& source, const std::string& exe) {
+  std::string out;
+  int st = run({"cc", "-std=c11", "-O1", source, "-o", exe, "-ldl"}, host_env(), &out);
+  if (st != 0) throw Error("cannot compile " + source + ": " + out);
+}
+
+ElfInfo read_elf(const fs::path& p) {
+  std::string b = read_file(p);
+  ElfInfo info;
+  if (b.size() < sizeof(Elf64_Ehdr) || std::memcmp(b.data(), ELFMAG, SELFMAG) != 0 || b[EI_CLASS] != ELFCLASS64)
+    throw Error(p.string() + " is not a 64-bit ELF file");
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, b.data(), sizeof eh);
+  info.machine = eh.e_machine;
+  auto section = [&](size_t i) {
+    Elf64_Shdr sh;
+    std::memcpy(&sh, b.data() + eh.e_shoff + i * eh.e_shentsize, sizeof sh);
+    return sh;
+  };
+  for (size_t i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr sh = section(i);
+    if (sh.sh_type != SHT_DYNAMIC && sh.sh_type != SHT_DYNSYM) continue;
+    Elf64_Shdr str = section(sh.sh_link);
+    const char* strtab = b.data() + str.sh_offset;
+    if (sh.sh_type == SHT_DYNAMIC) {
+      for (size_t o = 0; o + sizeof(Elf64_Dyn) <= sh.sh_size; o += sizeof(Elf64_Dyn)) {
+        Elf64_Dyn d;
+        std::memcpy(&d, b.data() + sh.sh_offset + o, sizeof d);
+        if (d.d_tag == DT_NEEDED) info.needed.emplace_back(strtab + d.d_un.d_val);
+      }
+    } else {
+      for (size_t o = sizeof(Elf64_Sym); o + sizeof(Elf64_Sym) <= sh.sh_size; o += sizeof(Elf64_Sym)) {
+        Elf64_Sym s;
+        std::memcpy(&s, b.data() + sh.sh_offset + o, sizeof s);
+        int bind = ELF64_ST_BIND(s.st_info);
+        if (s.st_shndx != SHN_UNDEF && (bind == STB_GLOBAL || bind == STB_WEAK) &&
+            ELF64_ST_VISIBILITY(s.st_other) == STV_DEFAULT)
+          info.exported.insert(strtab + s.st_name);
+      }
+    }
+  }
+  return info;
+}
+
+}  // namespace loom::test
