@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -67,6 +68,7 @@ struct Options {
   bool svg = false;
   bool verbose = false;
   bool no_tune = false;  // only read the logs there are
+  int threads = 1;        // threads a measured candidate runs with
 };
 
 void usage(const char* argv0) {
@@ -85,6 +87,7 @@ void usage(const char* argv0) {
       "  --compile-samples K  configs per task compiled here to time compilation (default 8)\n"
       "  --svg                write DIR/<task>.svg: mean best-so-far curve per tuner\n"
       "  --no-tune            tune nothing; report the runs whose logs exist (partial ones too)\n"
+      "  --threads N          threads of each measured candidate (LOOM_NUM_THREADS of the workers; default 1)\n"
       "  --verbose            the tuners' progress lines\n",
       argv0, names.c_str());
 }
@@ -124,6 +127,8 @@ Options parse_args(int argc, char** argv) {
       o.splits = bench::parse_int(value(), "--splits");
     } else if (a == "--compile-samples") {
       o.compile_samples = bench::parse_int(value(), "--compile-samples");
+    } else if (a == "--threads") {
+      o.threads = bench::parse_int(value(), "--threads");
     } else if (a == "--no-tune") {
       o.no_tune = true;
     } else if (a == "--svg") {
@@ -279,6 +284,10 @@ double compile_seconds(const tuner::Task& task, int k) {
 int main(int argc, char** argv) try {
   Options o = parse_args(argc, argv);
   fs::create_directories(o.log_dir);
+  // Measurement workers are forked from this process and size their thread pool from the
+  // environment. One thread by default: a candidate's time then depends on one core being
+  // free, not two, which keeps the best-so-far curves comparable on a shared machine.
+  setenv("LOOM_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
 
   struct TaskResult {
     TaskSpec spec;
@@ -374,8 +383,9 @@ int main(int argc, char** argv) try {
   }
 
   // ---- report
-  std::printf("loom tune_efficiency: %d trials per run, batch %d, seeds %zu, min_repeat_ms %.0f, cpu %s%s\n\n",
-              o.trials, o.batch, o.seeds.size(), o.min_repeat_ms, tuner::host_cpu_name().c_str(),
+  std::printf("loom tune_efficiency: %d trials per run, batch %d, seeds %zu, min_repeat_ms %.0f, %d thread(s) per "
+              "candidate, cpu %s%s\n\n",
+              o.trials, o.batch, o.seeds.size(), o.min_repeat_ms, o.threads, tuner::host_cpu_name().c_str(),
               o.no_tune ? " (--no-tune: only the runs with logs; the runs column says how many)" : "");
   std::printf(
       "Trials to reach 95%% of the best GFLOP/s any run found (mean over seeds; a run that never reaches it "
