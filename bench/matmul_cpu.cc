@@ -14,6 +14,8 @@
 #include <loom/loom.h>
 #include <loom/runtime/thread_pool.h>
 
+#include "bench_common.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -30,6 +32,8 @@
 extern "C" void openblas_set_num_threads(int num_threads);
 
 using namespace loom;
+using bench::parse_int;
+using bench::split_list;
 
 namespace {
 
@@ -64,21 +68,6 @@ void usage(const char* argv0) {
       "  --print-ir       print the lowered loop IR of the tuned schedule\n"
       "  --help           this message\n",
       argv0);
-}
-
-std::vector<std::string> split_list(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, sep);)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-int parse_int(const std::string& s, const char* what) {
-  char* end = nullptr;
-  long v = std::strtol(s.c_str(), &end, 10);
-  LOOM_CHECK(end && *end == '\0' && v > 0 && v < (1 << 20), "matmul_cpu: bad {} '{}'", what, s);
-  return int(v);
 }
 
 Options parse_args(int argc, char** argv) {

@@ -65,22 +65,6 @@ std::string info_json(const std::vector<CudaFunctionPlan>& funcs, const std::str
   return j.dump();
 }
 
-std::string c_param_name(const std::string& name, size_t index, std::set<std::string>* used) {
-  static const std::set<std::string> reserved = {
-      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
-      "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
-      "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
-      "true", "false", "class", "new", "delete", "this", "template", "operator", "private", "public", "args",
-      "num_args"};
-  std::string out;
-  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])) || reserved.count(out) || out[0] == '_' ||
-      used->count(out))
-    out = fmt::format("arg{}", index);
-  used->insert(out);
-  return out;
-}
-
 std::vector<std::string> param_names(const CudaFunctionPlan& f) {
   std::set<std::string> used;
   std::vector<std::string> out;

@@ -215,23 +215,6 @@ std::string function_names_text(const LLVMModuleNode& node) {
   return out;
 }
 
-/// A valid C identifier for an argument (names may carry dots or clash with keywords).
-std::string c_param_name(const std::string& name, size_t index, std::set<std::string>* used) {
-  static const std::set<std::string> reserved = {
-      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
-      "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
-      "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
-      "true", "false", "class", "new", "delete", "this", "template", "operator", "private", "public", "args",
-      "num_args"};
-  std::string out;
-  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])) || reserved.count(out) || out[0] == '_' ||
-      used->count(out))
-    out = fmt::format("arg{}", index);
-  used->insert(out);
-  return out;
-}
-
 std::string shape_text(const FunctionInfo::Arg& a) {
   std::string out = "[";
   for (size_t i = 0; i < a.shape.size(); ++i) out += (i ? ", " : "") + a.shape[i];
@@ -252,6 +235,23 @@ fs::path header_path(const std::string& path) {
 }
 
 }  // namespace
+
+std::string c_param_name(const std::string& name, size_t index, std::set<std::string>* used) {
+  static const std::set<std::string> reserved = {
+      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
+      "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
+      "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
+      "true", "false", "class", "new", "delete", "this", "template", "operator", "private", "public", "args",
+      "num_args"};
+  std::string out;
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])) || reserved.count(out) || out[0] == '_' ||
+      used->count(out))
+    out = fmt::format("arg{}", index);
+  used->insert(out);
+  return out;
+}
+
 
 // ------------------------------------------------------------------ device blobs
 

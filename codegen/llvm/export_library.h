@@ -3,6 +3,7 @@
 // documented in docs/deploy.md; runtime/dso_module.cc reads it back.
 #pragma once
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,5 +47,9 @@ void export_c_library(const std::string& c_source, const std::vector<std::string
 
 /// The C header documenting and declaring every function of `node`.
 std::string c_header(const LLVMModuleNode& node, const std::string& library_file);
+
+/// A C identifier for argument `index` named `name` (which may hold dots or be a keyword),
+/// unique among `used`, which it joins.
+std::string c_param_name(const std::string& name, size_t index, std::set<std::string>* used);
 
 }  // namespace loom::codegen
