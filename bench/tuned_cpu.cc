@@ -2,7 +2,9 @@
 //   (a) float32 matmul (default 1024 and 2048): loom vs cblas_sgemm vs dnnl_sgemm;
 //   (b) dense + bias + relu 1024x1024x1024: loom's fused kernel vs sgemm followed by a
 //       separate bias+relu pass (OpenBLAS and oneDNN's sgemm);
-//   (c) conv2d NCHW on ResNet-18's layers, batch 1: loom vs oneDNN's direct convolution.
+//   (c) conv2d on ResNet-18's layers, batch 1: loom's conv2d_nchwc on channel-blocked arrays
+//       (nChw16c data and output, OIhw16i16o kernel, converted from NCHW/OIHW untimed) vs
+//       oneDNN's direct convolution in the layouts it picks.
 //
 // Each workload is tuned with the XGBoost tuner (one log per workload in --log-dir; with
 // --resume a rerun reads the log, never measures a config twice and only adds the trials
@@ -177,6 +179,10 @@ struct Case {
   int trials = 0;
   std::string log;
   std::vector<runtime::NDArray> args;  // loom's call arguments, output last
+  /// Where loom's output is in another layout than the peers': converts it into `compared`
+  /// (outside the timed region), which is then checked instead.
+  std::function<void()> unpack;
+  runtime::NDArray compared;
   /// The peers, made after the thread count is set: oneDNN fixes a primitive's number of
   /// threads when the primitive is created.
   std::function<std::vector<Peer>()> make_peers;
@@ -190,6 +196,8 @@ Case matmul_case(int n) {
          tuner::Task::create("matmul", {n, n, n}, Target::host()),
          0,
          "",
+         {},
+         {},
          {},
          {}};
   runtime::NDArray a = f32({n, n}, 1), b = f32({n, n}, 2);
@@ -228,6 +236,8 @@ Case dense_case(int N, int M, int K) {
          tuner::Task::create("dense_bias_relu", {N, M, K}, Target::host()),
          0,
          "",
+         {},
+         {},
          {},
          {}};
   runtime::NDArray x = f32({N, K}, 3), w = f32({M, K}, 4), bias = f32({M}, 5);
@@ -268,19 +278,46 @@ struct DnnlConv {
   std::unique_ptr<dnnl::reorder> src_in, dst_out;
 };
 
+/// NCHW [1, C, H, W] -> NCHW16c [1, C/16, H, W, 16] (and back with `to_blocked` false).
+void convert_nchw16c(float* nchw, float* blocked, int C, int HW, bool to_blocked) {
+  for (int c = 0; c < C; ++c)
+    for (int i = 0; i < HW; ++i) {
+      float& b = blocked[(int64_t(c / 16) * HW + i) * 16 + c % 16];
+      float& p = nchw[int64_t(c) * HW + i];
+      if (to_blocked) b = p;
+      else p = b;
+    }
+}
+
+/// loom's conv2d_nchwc on arrays blocked as oneDNN blocks them (nChw16c, OIhw16i16o; the
+/// conversions are not timed, like oneDNN's weight reorder), checked after unblocking.
 Case conv_case(const ConvLayer& l) {
   using dnnl::memory;
   const int OH = (l.H + 2 * l.pad - l.R) / l.stride + 1;
   Case c{"conv",
          fmt::format("conv C={} H={} K={} {}x{} s{} p{}", l.C, l.H, l.K, l.R, l.R, l.stride, l.pad),
-         tuner::Task::create("conv2d_nchw", {1, l.C, l.H, l.H, l.K, l.R, l.R}, Target::host(), "float32",
+         tuner::Task::create("conv2d_nchwc", {1, l.C, l.H, l.H, l.K, l.R, l.R}, Target::host(), "float32",
                              {{"stride", std::to_string(l.stride)}, {"pad", std::to_string(l.pad)}}),
          0,
          "",
          {},
+         {},
+         {},
          {}};
   runtime::NDArray data = f32({1, l.C, l.H, l.H}, 6), kernel = f32({l.K, l.C, l.R, l.R}, 7);
-  c.args = {data, kernel, f32({1, l.K, OH, OH})};
+  runtime::NDArray bdata = f32({1, l.C / 16, l.H, l.H, 16}), bkernel = f32({l.K / 16, l.C / 16, l.R, l.R, 16, 16});
+  convert_nchw16c(data.data<float>(), bdata.data<float>(), l.C, l.H * l.H, true);
+  const int RS = l.R * l.R;
+  for (int k = 0; k < l.K; ++k)
+    for (int ch = 0; ch < l.C; ++ch)
+      for (int rs = 0; rs < RS; ++rs)
+        bkernel.data<float>()[((((int64_t(k / 16) * (l.C / 16) + ch / 16) * RS + rs) * 16 + ch % 16) * 16) + k % 16] =
+            kernel.data<float>()[(int64_t(k) * l.C + ch) * RS + rs];
+  runtime::NDArray bout = f32({1, l.K / 16, OH, OH, 16});
+  c.args = {bdata, bkernel, bout};
+  c.compared = f32({1, l.K, OH, OH});
+  runtime::NDArray compared = c.compared;
+  c.unpack = [=]() mutable { convert_nchw16c(compared.data<float>(), bout.data<float>(), l.K, OH * OH, false); };
   runtime::NDArray o1 = f32({1, l.K, OH, OH}), o2 = f32({1, l.K, OH, OH});
 
   c.make_peers = [=] {
@@ -464,11 +501,13 @@ int main(int argc, char** argv) try {
       for (const runtime::PackedFunc* fn : {&f, &fdef}) {
         bench::poison(out.data<float>(), out.numel());
         call(*fn);
-        err = std::max(err, bench::max_rel_err(out.data<float>(), ref.out.data<float>(), out.numel()));
+        if (c.unpack) c.unpack();
+        const runtime::NDArray& got = c.unpack ? c.compared : out;
+        err = std::max(err, bench::max_rel_err(got.data<float>(), ref.out.data<float>(), got.numel()));
       }
       for (const Peer& p : peers)
         if (&p != &ref)
-          err = std::max(err, bench::max_rel_err(p.out.data<float>(), ref.out.data<float>(), out.numel()));
+          err = std::max(err, bench::max_rel_err(p.out.data<float>(), ref.out.data<float>(), ref.out.numel()));
       if (!(err < kTolerance)) {
         std::fprintf(stderr, "tuned_cpu: %s, %d thread(s): results differ (max rel err %.3e vs %s)\n", c.label.c_str(),
                      nt, err, ref.name.c_str());
@@ -502,7 +541,7 @@ int main(int argc, char** argv) try {
     for (const Result& r : results)
       if (r.section == section) rows.push_back(&r);
     if (rows.empty()) continue;
-    std::printf("%-32s %3s %6s %9s %8s %7s", section == std::string("conv") ? "conv2d NCHW (batch 1)" : section.c_str(),
+    std::printf("%-32s %3s %6s %9s %8s %7s", section == std::string("conv") ? "conv2d NCHW16c (batch 1)" : section.c_str(),
                 "thr", "trials", "loom", "%peak", "default");
     for (const auto& [name, g] : rows[0]->peers) std::printf(" %16s", name.c_str());
     for (const auto& [name, g] : rows[0]->peers) std::printf(" %16s", ("loom/" + name).c_str());

@@ -37,6 +37,9 @@ const Case kCases[] = {
     {"conv2d_nchw", {1, 3, 10, 11, 20, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
     {"conv2d_nchw", {2, 4, 9, 9, 16, 3, 3}, {{"stride", "2"}, {"pad", "0"}}},
     {"conv2d_nchw", {1, 5, 7, 6, 7, 1, 1}, {}},
+    {"conv2d_nchwc", {1, 16, 9, 10, 32, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
+    {"conv2d_nchwc", {1, 32, 9, 9, 16, 3, 3}, {{"stride", "2"}, {"pad", "0"}}},
+    {"conv2d_nchwc", {2, 16, 7, 6, 16, 1, 1}, {}},
     {"depthwise_conv2d_nchw", {1, 5, 11, 10, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
     {"depthwise_conv2d_nchw", {2, 3, 9, 9, 3, 3}, {{"stride", "2"}, {"pad", "1"}}},
     {"softmax", {5, 37}, {}},
@@ -53,17 +56,23 @@ TEST_P(TemplateCase, DefaultAndRandomConfigsMatchReference) {
   std::vector<int64_t> indices{task.default_index(), 0, task.space().size() - 1};
   std::mt19937_64 rng(std::hash<std::string>()(case_name(c)));
   for (int i = 0; i < 20; ++i) indices.push_back(int64_t(rng() % uint64_t(task.space().size())));
+  int built = 0;
   for (int64_t idx : indices) {
     Instance inst;
     try {
       inst = task.instantiate(idx);
     } catch (const InstantiationError& e) {
-      ADD_FAILURE() << "config " << idx << ": " << e.what();
+      // conv2d_nchwc rejects register tiles with more accumulators than there are registers.
+      const bool may_reject = c.op == "conv2d_nchwc" && idx != task.default_index() &&
+                              std::string(e.what()).find("accumulators exceeds") != std::string::npos;
+      if (!may_reject) ADD_FAILURE() << "config " << idx << ": " << e.what();
       continue;
     }
+    ++built;
     EXPECT_EQ(test::compare_with_reference(inst.schedule, inst.args, uint64_t(idx) + 1), "")
         << case_name(c) << " config " << idx << ": " << task.space().get(idx).str();
   }
+  EXPECT_GE(built, 12) << "too few configs of " << case_name(c) << " could be instantiated";
 }
 
 INSTANTIATE_TEST_SUITE_P(Templates, TemplateCase, ::testing::ValuesIn(kCases),
@@ -71,7 +80,8 @@ INSTANTIATE_TEST_SUITE_P(Templates, TemplateCase, ::testing::ValuesIn(kCases),
 
 TEST(Registry, BuiltinsAreRegistered) {
   auto names = template_names();
-  for (const char* n : {"matmul", "batch_matmul", "dense_bias_relu", "conv2d_nchw", "depthwise_conv2d_nchw", "softmax"})
+  for (const char* n : {"matmul", "batch_matmul", "dense_bias_relu", "conv2d_nchw", "conv2d_nchwc", "depthwise_conv2d_nchw",
+                        "softmax"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   EXPECT_EQ(get_template("matmul").shape_doc, "M,N,K");
 }
@@ -131,6 +141,12 @@ TEST(Task, Errors) {
   EXPECT_THROW(Task::create("conv2d_nchw", {1, 3, 2, 2, 4, 5, 5}, Target("llvm")), Error);
   EXPECT_THROW(Task::create("conv2d_nchw", {1, 3, 8, 8, 4, 3, 3}, Target("llvm"), "float32", {{"stride", "x"}}),
                Error);
+  try {
+    Task::create("conv2d_nchwc", {1, 24, 8, 8, 16, 3, 3}, Target("llvm"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("C=24"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(Task::create("matmul", {4, 4, 4}, Target("cuda")), Error);
   try {
     Task::create("matmul", {4, 4}, Target("llvm"));

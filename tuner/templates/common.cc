@@ -11,7 +11,7 @@ namespace loom::tuner {
 
 std::vector<Template> builtin_templates() {
   return {matmul_template(),      batch_matmul_template(),          dense_bias_relu_template(),
-          conv2d_nchw_template(), depthwise_conv2d_nchw_template(), softmax_template()};
+          conv2d_nchw_template(), conv2d_nchwc_template(), depthwise_conv2d_nchw_template(), softmax_template()};
 }
 
 namespace tmpl {

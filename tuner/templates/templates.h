@@ -16,6 +16,7 @@ Template matmul_template();
 Template batch_matmul_template();
 Template dense_bias_relu_template();
 Template conv2d_nchw_template();
+Template conv2d_nchwc_template();
 Template depthwise_conv2d_nchw_template();
 Template softmax_template();
 

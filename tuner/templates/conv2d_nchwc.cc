@@ -1,0 +1,194 @@
+// "conv2d_nchwc": the convolution of conv2d_nchw on channel-blocked arrays, as a network whose
+// layouts were transformed ahead of time calls it (oneDNN's nChw16c / OIhw16i16o):
+//   data   [N, C/16, H, W, 16c]
+//   kernel [K/16, C/16, R, S, 16c, 16k]
+//   out    [N, K/16, OH, OW, 16k]
+// Shape and attrs are the logical ones of conv2d_nchw; C and K must be multiples of 16.
+//
+// The output is computed in register tiles of tile_oc 16-channel blocks × tile_oh rows ×
+// tile_ow columns, vectorized over the 16 output channels: for every input channel one
+// broadcast of the input and tile_oc vector loads of the kernel feed tile_oc × tile_oh ×
+// tile_ow fused multiply-adds. The outer reduction loops (channel blocks, kernel rows and
+// columns) run in the order reduce_order, the 16 channels of a block innermost.
+#include <algorithm>
+
+#include "templates.h"
+
+namespace loom::tuner {
+namespace {
+
+using te::Expr;
+using te::Tensor;
+using te::Var;
+using tmpl::kBlock;
+
+// Vector registers a register tile may use for its accumulators (of 32 with AVX-512; the
+// rest hold kernel vectors and the broadcast input).
+constexpr int64_t kMaxAccumulators = 28;
+
+struct Dims {
+  int64_t N, C, H, W, K, R, S, stride, pad, OH, OW;
+};
+
+Dims dims(const records::Workload& w) {
+  Dims d{w.shape[0], w.shape[1], w.shape[2], w.shape[3], w.shape[4], w.shape[5], w.shape[6],
+         tmpl::int_attr(w, "stride", 1, 1), tmpl::int_attr(w, "pad", 0, 0), 0, 0};
+  d.OH = (d.H + 2 * d.pad - d.R) / d.stride + 1;
+  d.OW = (d.W + 2 * d.pad - d.S) / d.stride + 1;
+  return d;
+}
+
+void check(const records::Workload& w) {
+  tmpl::check_shape(w, {"N", "C", "H", "W", "K", "R", "S"});
+  Dims d = dims(w);
+  LOOM_CHECK(d.C % kBlock == 0 && d.K % kBlock == 0,
+             "{}: input channels C={} and output channels K={} must be multiples of {} (use conv2d_nchw otherwise)",
+             w.op, d.C, d.K, kBlock);
+  LOOM_CHECK(d.H + 2 * d.pad >= d.R && d.W + 2 * d.pad >= d.S,
+             "{}: kernel {}x{} is larger than the padded input {}x{}", w.op, d.R, d.S, d.H + 2 * d.pad,
+             d.W + 2 * d.pad);
+  for (const auto& [k, v] : w.attrs)
+    LOOM_CHECK(k == "stride" || k == "pad", "{}: unknown attribute '{}' (expected stride, pad)", w.op, k);
+}
+
+std::vector<Tensor> compute(const records::Workload& w) {
+  Dims d = dims(w);
+  const int64_t CB = d.C / kBlock, KB = d.K / kBlock;
+  Tensor data = te::placeholder({d.N, CB, d.H, d.W, kBlock}, DataType::Float(32), "data");
+  Tensor kernel = te::placeholder({KB, CB, d.R, d.S, kBlock, kBlock}, DataType::Float(32), "kernel");
+  Tensor in = data;
+  if (d.pad > 0) {
+    in = te::compute(
+        {d.N, CB, d.H + 2 * d.pad, d.W + 2 * d.pad, kBlock},
+        [&](Var n, Var c, Var h, Var x, Var ci) {
+          Expr inside = h >= d.pad && h < d.H + d.pad && x >= d.pad && x < d.W + d.pad;
+          Expr hh = te::min(te::max(h - d.pad, Expr(int64_t(0))), Expr(d.H - 1));
+          Expr ww = te::min(te::max(x - d.pad, Expr(int64_t(0))), Expr(d.W - 1));
+          return te::select(inside, data(n, c, hh, ww, ci), Expr(0.0f));
+        },
+        "pad", "injective");
+  }
+  te::IterVar rco = te::reduce_axis({0, CB}, "rco");
+  te::IterVar ry = te::reduce_axis({0, d.R}, "ry");
+  te::IterVar rx = te::reduce_axis({0, d.S}, "rx");
+  te::IterVar rci = te::reduce_axis({0, kBlock}, "rci");
+  Tensor out = te::compute(
+      {d.N, KB, d.OH, d.OW, kBlock},
+      [&](Var n, Var kb, Var oh, Var ow, Var v) {
+        return te::sum(in(n, rco, oh * d.stride + ry, ow * d.stride + rx, rci) * kernel(kb, rco, ry, rx, rci, v),
+                       {rco, ry, rx, rci});
+      },
+      "conv2d_nchwc", "conv2d_nchwc");
+  return {data, kernel, out};
+}
+
+std::vector<std::vector<int64_t>> permutations3() {
+  std::vector<int64_t> p{0, 1, 2};
+  std::vector<std::vector<int64_t>> all;
+  do all.push_back(p);
+  while (std::next_permutation(p.begin(), p.end()));
+  return all;
+}
+
+/// Inner factors for a register-tile split of `extent`: its divisors up to `max`, and the
+/// powers of two below `max` (which leave a tail).
+SplitOptions tile_options(int64_t extent, int64_t max) {
+  SplitOptions o;
+  o.policy = SplitOptions::kCandidates;
+  for (int64_t f = 1; f <= std::min(extent, max); ++f)
+    if (extent % f == 0 || (f & (f - 1)) == 0) o.candidates.push_back({-1, f});
+  return o;
+}
+
+schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
+  Tensor out = args[2];
+  const int64_t KB = *te::as_const_int(out.shape()[1]), OH = *te::as_const_int(out.shape()[2]),
+                OW = *te::as_const_int(out.shape()[3]);
+
+  SplitOptions toc;
+  toc.max_factor = 4;
+  const int64_t oc = cfg.split("tile_oc", KB, toc).back();
+  const int64_t oh = cfg.split("tile_oh", OH, tile_options(OH, 2)).back();
+  const int64_t ow = cfg.split("tile_ow", OW, tile_options(OW, kMaxAccumulators)).back();
+  std::vector<int64_t> order = cfg.reorder("reduce_order", permutations3());
+  cfg.annotate("unroll_rci", {"unroll", "none"});
+  // 0: output-channel blocks outside rows (a kernel block is reused over all rows), 1: rows
+  // outside channel blocks (an input row is reused over all channel blocks).
+  int64_t rows_outer = cfg.choice("rows_outer", {0, 1});
+  bool has_pad = false;
+  for (const te::Operation& op : te::post_dfs_order({out})) has_pad |= op->name == "pad";
+  int64_t pad_inline = has_pad ? cfg.choice("pad_inline", {0, 1}) : 0;
+
+  if (!cfg.defining() && oc * oh * ow > kMaxAccumulators)
+    throw InstantiationError(fmt::format("register tile of {}x{}x{} accumulators exceeds {}", oc, oh, ow,
+                                         kMaxAccumulators));
+
+  Schedule s = create_schedule({out});
+  Tensor CC = s.cache_write(out, "local");
+  schedule::Stage so = s[out], acc = s[CC];
+
+  auto kbp = cfg.apply_split("tile_oc", so, so.axis(1));
+  auto ohp = cfg.apply_split("tile_oh", so, so.axis(2));
+  auto owp = cfg.apply_split("tile_ow", so, so.axis(3));
+  std::vector<te::IterVar> outer = rows_outer ? std::vector<te::IterVar>{so.axis(0), ohp[0], kbp[0]}
+                                              : std::vector<te::IterVar>{so.axis(0), kbp[0], ohp[0]};
+  so.reorder({outer[0], outer[1], outer[2], owp[0], kbp[1], ohp[1], owp[1], so.axis(4)});
+  so.parallel(so.fuse(outer));
+  so.vectorize(so.axis(4));
+
+  acc.compute_at(so, owp[0]);
+  std::vector<te::IterVar> red{acc.reduce_axis(0), acc.reduce_axis(1), acc.reduce_axis(2)};
+  te::IterVar rci = acc.reduce_axis(3);
+  std::vector<te::IterVar> acc_order{acc.axis(0)};
+  for (int64_t i : order) acc_order.push_back(red[i]);
+  // Channel blocks innermost: one broadcast input value feeds tile_oc multiply-adds at once
+  // and is dead after them, so only the accumulators and tile_oc kernel vectors stay live.
+  acc_order.insert(acc_order.end(), {rci, acc.axis(2), acc.axis(3), acc.axis(1), acc.axis(4)});
+  acc.reorder(acc_order);
+  cfg.apply_annotate("unroll_rci", acc, rci);
+  acc.unroll(acc.axis(1));
+  acc.unroll(acc.axis(2));
+  acc.unroll(acc.axis(3));
+  acc.vectorize(acc.axis(4));
+
+  if (has_pad) {
+    schedule::Stage sp = s[tmpl::find_input(out, "pad")];
+    if (pad_inline) {
+      sp.compute_inline();
+    } else {
+      sp.parallel(sp.fuse(sp.axis(0), sp.axis(1)));
+      sp.vectorize(sp.axis(4));
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+Template conv2d_nchwc_template() {
+  Template t;
+  t.name = "conv2d_nchwc";
+  t.shape_doc = "N,C,H,W,K,R,S (attrs stride, pad; C, K multiples of 16)";
+  t.doc = "2-D convolution on channel-blocked arrays: data NCHW16c, kernel OIHW16i16o, out NCHW16c, float32";
+  t.check = check;
+  t.flop = [](const records::Workload& w) {
+    Dims d = dims(w);
+    return 2.0 * double(d.N) * double(d.K) * double(d.OH) * double(d.OW) * double(d.C) * double(d.R) * double(d.S);
+  };
+  t.compute = compute;
+  t.schedule = schedule_conv;
+  t.default_config = [](const ConfigSpace& sp) {
+    tmpl::Preferences p;
+    p.values["tile_oc"] = {-1, 2};
+    p.values["tile_oh"] = {-1, 1};
+    p.values["tile_ow"] = {-1, 14};
+    p.values["reduce_order"] = {0, 1, 2};
+    p.values["rows_outer"] = {0};
+    p.values["pad_inline"] = {0};
+    p.labels["unroll_rci"] = "unroll";
+    return tmpl::closest_config(sp, p);
+  };
+  return t;
+}
+
+}  // namespace loom::tuner
