@@ -1,76 +1,519 @@
-// GPU benchmark: the matmul_cuda template (best of a sampled set of configs, 4096³ float32)
-// against cuBLAS SGEMM (opened with dlopen), reported as a ratio. Needs a GPU; exits 0 with a
-// message without one. The cuDNN comparison for ResNet-18 conv2d layers is not written yet.
+// GPU benchmark: loom's tuned CUDA kernels next to NVIDIA's libraries, in one run.
+//
+//   matmul  C = A·B, float32, M = N = K = --size (4096): matmul_cuda against cuBLAS SGEMM
+//   conv    conv2d NCHW float32, batch 1, on the ResNet-18 layers (C, H=W, K, kernel, stride,
+//           pad): conv2d_nchw_cuda against cuDNN's fastest forward algorithm
+//
+// Each workload is tuned with the XGBoost tuner (one JSON-lines log per workload in --log-dir;
+// with --resume a rerun reuses the log and only measures the trials missing up to N), or with
+// --no-tune only read from existing logs. All tuning comes first: the tuner's measuring
+// workers are forked, and CUDA does not survive fork(), so this process touches the GPU only
+// afterwards. Then each workload is built from its best record and timed with CUDA events,
+// interleaved with its peer (the median of --repeat rounds), and its output is compared with
+// the peer's. cuBLAS and cuDNN are opened with dlopen and run in plain FP32 (cuBLAS's default
+// math, cuDNN's FMA math: no TF32 tensor cores), so the comparison is like for like.
+// Without a GPU it prints a skip line and exits 0.
+//
+//   bench/gpu_bench [--log-dir DIR] [--trials N] [--conv-trials N] [--resume | --no-tune]
+//                   [--sections matmul,conv] [--size N] [--repeat R] [--timeout S]
+//                   [--json FILE] [--verbose]
 #include <dlfcn.h>
+#include <loom/loom.h>
+#include <loom/records/record.h>
+#include <loom/runtime/cuda.h>
+#include <loom/tuner/build_best.h>
+#include <loom/tuner/tuner.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
 
-#include "loom/loom.h"
-#include "loom/runtime/cuda.h"
-#include "loom/tuner/task.h"
+#include "bench_common.h"
 
 using namespace loom;  // NOLINT
+namespace fs = std::filesystem;
 
 namespace {
 
-using cublasHandle_t = void*;
-using SgemmFn = int (*)(cublasHandle_t, int, int, int, int, int, const float*, const float*, int, const float*, int,
-                        const float*, float*, int);
+struct Options {
+  std::string log_dir = "gpu_logs";
+  int trials = 200;      // matmul
+  int conv_trials = 100;  // each conv layer
+  bool resume = false, no_tune = false, verbose = false;
+  std::vector<std::string> sections = {"matmul", "conv"};
+  int size = 4096;
+  int repeat = 7;
+  double timeout_s = 20;  // of the tuner's measurer (build, and run)
+  std::string json;
+};
 
-double cublas_seconds(int64_t n, const runtime::NDArray& a, const runtime::NDArray& b, runtime::NDArray& c) {
-  void* lib = dlopen("libcublas.so", RTLD_NOW);
-  if (!lib) lib = dlopen("/usr/local/cuda/lib64/libcublas.so", RTLD_NOW);
-  if (!lib) return -1;
-  auto create = reinterpret_cast<int (*)(cublasHandle_t*)>(dlsym(lib, "cublasCreate_v2"));
-  auto sgemm = reinterpret_cast<SgemmFn>(dlsym(lib, "cublasSgemm_v2"));
-  if (!create || !sgemm) return -1;
-  cublasHandle_t h = nullptr;
-  if (create(&h) != 0) return -1;
-  const float one = 1, zero = 0;
-  // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ.
-  auto run = [&] {
-    sgemm(h, 0, 0, int(n), int(n), int(n), &one, b.data<float>(), int(n), a.data<float>(), int(n), &zero,
-          c.data<float>(), int(n));
-  };
-  auto t = runtime::cuda_time(run, 10, 3);
-  return *std::min_element(t.begin(), t.end());
+void usage(const char* argv0) {
+  std::printf(
+      "usage: %s [options]\n"
+      "  --log-dir DIR      tuning logs, one JSON-lines file per workload (default gpu_logs)\n"
+      "  --trials N         XGB trials for the matmul (default 200)\n"
+      "  --conv-trials N    XGB trials for each conv layer (default 100)\n"
+      "  --resume           reuse existing logs: only the trials missing up to N are measured\n"
+      "  --no-tune          do not tune; build each workload from its log (default config if none)\n"
+      "  --sections LIST    matmul,conv (default both)\n"
+      "  --size N           matmul M = N = K (default 4096)\n"
+      "  --repeat R         timed rounds, loom and its peer interleaved; the median is reported (default 7)\n"
+      "  --timeout S        the measurer's build and run limits per candidate (default 20)\n"
+      "  --json FILE        also write the results as JSON\n"
+      "  --verbose          the tuner's progress lines\n",
+      argv0);
 }
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      LOOM_CHECK(i + 1 < argc, "gpu_bench: {} needs a value (see --help)", a);
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      usage(argv[0]);
+      std::exit(0);
+    } else if (a == "--log-dir") {
+      o.log_dir = value();
+    } else if (a == "--trials") {
+      o.trials = bench::parse_int(value(), "--trials");
+    } else if (a == "--conv-trials") {
+      o.conv_trials = bench::parse_int(value(), "--conv-trials");
+    } else if (a == "--resume") {
+      o.resume = true;
+    } else if (a == "--no-tune") {
+      o.no_tune = true;
+    } else if (a == "--verbose") {
+      o.verbose = true;
+    } else if (a == "--sections") {
+      o.sections = bench::split_list(value(), ',');
+      for (const auto& s : o.sections)
+        LOOM_CHECK(s == "matmul" || s == "conv", "gpu_bench: unknown section '{}' (expected matmul, conv)", s);
+    } else if (a == "--size") {
+      o.size = bench::parse_int(value(), "--size");
+    } else if (a == "--repeat") {
+      o.repeat = bench::parse_int(value(), "--repeat");
+    } else if (a == "--timeout") {
+      o.timeout_s = bench::parse_int(value(), "--timeout");
+    } else if (a == "--json") {
+      o.json = value();
+    } else {
+      fail("gpu_bench: unknown argument '{}' (see --help)", a);
+    }
+  }
+  LOOM_CHECK(!(o.resume && o.no_tune), "gpu_bench: --resume and --no-tune exclude each other");
+  return o;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+// ---------------------------------------------------------------- the peers, through dlopen
+
+void* open_first(const std::vector<const char*>& names, std::string* tried) {
+  for (const char* n : names) {
+    if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL)) return h;
+    *tried += std::string(tried->empty() ? "" : ", ") + n;
+  }
+  return nullptr;
+}
+
+template <typename F>
+F sym(void* lib, const char* name, const char* libname) {
+  void* p = dlsym(lib, name);
+  LOOM_CHECK(p != nullptr, "gpu_bench: {} lacks {}", libname, name);
+  return reinterpret_cast<F>(p);
+}
+
+/// cuBLAS SGEMM on row-major arrays: C[M,N] = A[M,K]·B[K,N].
+class Cublas {
+ public:
+  Cublas() {
+    std::string tried;
+    lib_ = open_first({"libcublas.so", "libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so"},
+                      &tried);
+    LOOM_CHECK(lib_ != nullptr, "gpu_bench: cuBLAS not found (tried {})", tried);
+    auto create = sym<int (*)(void**)>(lib_, "cublasCreate_v2", "cuBLAS");
+    sgemm_ = sym<SgemmFn>(lib_, "cublasSgemm_v2", "cuBLAS");
+    int st = create(&handle_);
+    LOOM_CHECK(st == 0, "gpu_bench: cublasCreate failed (status {})", st);
+  }
+  void sgemm(int64_t m, int64_t n, int64_t k, const runtime::NDArray& a, const runtime::NDArray& b,
+             const runtime::NDArray& c) const {
+    const float one = 1, zero = 0;
+    // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ.
+    int st = sgemm_(handle_, 0, 0, int(n), int(m), int(k), &one, b.data<float>(), int(n), a.data<float>(), int(k),
+                    &zero, c.data<float>(), int(n));
+    LOOM_CHECK(st == 0, "gpu_bench: cublasSgemm failed (status {})", st);
+  }
+
+ private:
+  using SgemmFn = int (*)(void*, int, int, int, int, int, const float*, const float*, int, const float*, int,
+                          const float*, float*, int);
+  void* lib_ = nullptr;
+  void* handle_ = nullptr;
+  SgemmFn sgemm_ = nullptr;
+};
+
+/// cuDNN's legacy convolution API, float32 NCHW, cross-correlation (what conv2d_nchw computes).
+class Cudnn {
+ public:
+  struct AlgoPerf {  // cudnnConvolutionFwdAlgoPerf_t
+    int algo;
+    int status;
+    float time;
+    size_t memory;
+    int determinism;
+    int math_type;
+    int reserved[3];
+  };
+  static constexpr int kFloat = 0, kNCHW = 0, kCrossCorrelation = 1, kFmaMath = 3;
+
+  Cudnn() {
+    std::string tried;
+    lib_ = open_first({"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib64/libcudnn.so.9",
+                       "/usr/local/cuda/lib/libcudnn.so.9"},
+                      &tried);
+    LOOM_CHECK(lib_ != nullptr, "gpu_bench: cuDNN 9 not found (tried {})", tried);
+#define LOOM_CUDNN_SYM(name) name = sym<decltype(name)>(lib_, "cudnn" #name, "cuDNN")
+    LOOM_CUDNN_SYM(Create);
+    LOOM_CUDNN_SYM(GetErrorString);
+    LOOM_CUDNN_SYM(CreateTensorDescriptor);
+    LOOM_CUDNN_SYM(SetTensor4dDescriptor);
+    LOOM_CUDNN_SYM(CreateFilterDescriptor);
+    LOOM_CUDNN_SYM(SetFilter4dDescriptor);
+    LOOM_CUDNN_SYM(CreateConvolutionDescriptor);
+    LOOM_CUDNN_SYM(SetConvolution2dDescriptor);
+    LOOM_CUDNN_SYM(SetConvolutionMathType);
+    LOOM_CUDNN_SYM(GetConvolution2dForwardOutputDim);
+    LOOM_CUDNN_SYM(FindConvolutionForwardAlgorithm);
+    LOOM_CUDNN_SYM(GetConvolutionForwardWorkspaceSize);
+    LOOM_CUDNN_SYM(ConvolutionForward);
+#undef LOOM_CUDNN_SYM
+    check(Create(&handle_), "cudnnCreate");
+  }
+
+  void check(int status, const char* what) const {
+    LOOM_CHECK(status == 0, "gpu_bench: {} failed: {} (status {})", what, GetErrorString(status), status);
+  }
+
+  /// One convolution layer, with the fastest FMA-math forward algorithm cuDNN finds.
+  struct Conv {
+    void *x = nullptr, *w = nullptr, *conv = nullptr, *y = nullptr;
+    int algo = 0;
+    size_t workspace_bytes = 0;
+    runtime::NDArray workspace;
+  };
+
+  Conv plan(int n, int c, int h, int k, int r, int stride, int pad, const std::vector<int64_t>& out_shape) const {
+    Conv p;
+    check(CreateTensorDescriptor(&p.x), "cudnnCreateTensorDescriptor");
+    check(SetTensor4dDescriptor(p.x, kNCHW, kFloat, n, c, h, h), "cudnnSetTensor4dDescriptor");
+    check(CreateFilterDescriptor(&p.w), "cudnnCreateFilterDescriptor");
+    check(SetFilter4dDescriptor(p.w, kFloat, kNCHW, k, c, r, r), "cudnnSetFilter4dDescriptor");
+    check(CreateConvolutionDescriptor(&p.conv), "cudnnCreateConvolutionDescriptor");
+    check(SetConvolution2dDescriptor(p.conv, pad, pad, stride, stride, 1, 1, kCrossCorrelation, kFloat),
+          "cudnnSetConvolution2dDescriptor");
+    check(SetConvolutionMathType(p.conv, kFmaMath), "cudnnSetConvolutionMathType");
+    int on, oc, oh, ow;
+    check(GetConvolution2dForwardOutputDim(p.conv, p.x, p.w, &on, &oc, &oh, &ow),
+          "cudnnGetConvolution2dForwardOutputDim");
+    LOOM_CHECK(std::vector<int64_t>({on, oc, oh, ow}) == out_shape,
+               "gpu_bench: cuDNN's output shape {}x{}x{}x{} differs from loom's", on, oc, oh, ow);
+    check(CreateTensorDescriptor(&p.y), "cudnnCreateTensorDescriptor");
+    check(SetTensor4dDescriptor(p.y, kNCHW, kFloat, on, oc, oh, ow), "cudnnSetTensor4dDescriptor");
+    AlgoPerf perf[16];
+    int found = 0;
+    check(FindConvolutionForwardAlgorithm(handle_, p.x, p.w, p.conv, p.y, 16, &found, perf),
+          "cudnnFindConvolutionForwardAlgorithm");
+    // Sorted fastest first; take the fastest that ran and used FMA math (no TF32).
+    int pick = -1;
+    for (int i = 0; i < found && pick < 0; ++i)
+      if (perf[i].status == 0 && perf[i].math_type == kFmaMath) pick = i;
+    for (int i = 0; i < found && pick < 0; ++i)
+      if (perf[i].status == 0 && perf[i].math_type == 0) pick = i;
+    LOOM_CHECK(pick >= 0, "gpu_bench: cuDNN found no FP32 forward algorithm for this layer");
+    p.algo = perf[pick].algo;
+    check(SetConvolutionMathType(p.conv, perf[pick].math_type), "cudnnSetConvolutionMathType");
+    check(GetConvolutionForwardWorkspaceSize(handle_, p.x, p.w, p.conv, p.y, p.algo, &p.workspace_bytes),
+          "cudnnGetConvolutionForwardWorkspaceSize");
+    p.workspace = runtime::NDArray::empty({int64_t(std::max<size_t>(p.workspace_bytes, 4) + 3) / 4},
+                                          DataType::Float(32), DLDevice{kDLCUDA, 0});
+    return p;
+  }
+
+  void forward(const Conv& p, const runtime::NDArray& x, const runtime::NDArray& w, const runtime::NDArray& y) const {
+    const float one = 1, zero = 0;
+    check(ConvolutionForward(handle_, &one, p.x, x.raw_data(), p.w, w.raw_data(), p.conv, p.algo,
+                             p.workspace.raw_data(), p.workspace_bytes, &zero, p.y, y.raw_data()),
+          "cudnnConvolutionForward");
+  }
+
+ private:
+  void* lib_ = nullptr;
+  void* handle_ = nullptr;
+  int (*Create)(void**) = nullptr;
+  const char* (*GetErrorString)(int) = nullptr;
+  int (*CreateTensorDescriptor)(void**) = nullptr;
+  int (*SetTensor4dDescriptor)(void*, int, int, int, int, int, int) = nullptr;
+  int (*CreateFilterDescriptor)(void**) = nullptr;
+  int (*SetFilter4dDescriptor)(void*, int, int, int, int, int, int) = nullptr;
+  int (*CreateConvolutionDescriptor)(void**) = nullptr;
+  int (*SetConvolution2dDescriptor)(void*, int, int, int, int, int, int, int, int) = nullptr;
+  int (*SetConvolutionMathType)(void*, int) = nullptr;
+  int (*GetConvolution2dForwardOutputDim)(void*, void*, void*, int*, int*, int*, int*) = nullptr;
+  int (*FindConvolutionForwardAlgorithm)(void*, void*, void*, void*, void*, int, int*, AlgoPerf*) = nullptr;
+  int (*GetConvolutionForwardWorkspaceSize)(void*, void*, void*, void*, void*, int, size_t*) = nullptr;
+  int (*ConvolutionForward)(void*, const void*, void*, const void*, void*, const void*, void*, int, void*, size_t,
+                            const void*, void*, void*) = nullptr;
+};
+
+// ---------------------------------------------------------------- workloads and tuning
+
+struct ConvLayer {
+  int c, hw, k, kernel, stride, pad;
+};
+
+struct Case {
+  std::string section, label;
+  tuner::Task task;
+  int trials = 0;
+  std::string log;
+  ConvLayer layer{};
+};
+
+int count_task_records(const std::string& log, const tuner::Task& task) {
+  if (!fs::exists(log)) return 0;
+  int n = 0;
+  const std::string target = task.target().str();
+  for (const records::Record& r : records::read_log(log, &std::cerr).records)
+    if (r.workload.key() == task.key() && r.target == target) ++n;
+  return n;
+}
+
+void tune(const Case& c, const Options& o) {
+  const int have = count_task_records(c.log, c.task);
+  if (o.no_tune) {
+    std::fprintf(stderr, "[gpu_bench] %s: %d records in %s (not tuning)\n", c.label.c_str(), have, c.log.c_str());
+    return;
+  }
+  LOOM_CHECK(have == 0 || o.resume,
+             "gpu_bench: log {} already has {} records of {}; pass --resume to reuse it (or --no-tune, or remove it)",
+             c.log, have, c.task.key());
+  const int todo = std::max(0, c.trials - have);
+  std::fprintf(stderr, "[gpu_bench] %s: %d records in the log, tuning %d more (XGB)\n", c.label.c_str(), have, todo);
+  if (todo == 0) return;
+  tuner::TuneOptions t;
+  t.n_trial = todo;
+  t.log_file = c.log;
+  t.resume = have > 0;
+  t.seed = uint64_t(have);
+  t.measure.timeout_s = o.timeout_s;
+  t.measure.min_repeat_ms = 50;
+  t.progress = o.verbose ? &std::cerr : nullptr;
+  tuner::TuneSummary s = tuner::XGBTuner(c.task).tune(t);
+  std::fprintf(stderr, "[gpu_bench] %s: %d trials (%d errors) in %.0f s, best %.1f GFLOP/s\n", c.label.c_str(),
+               s.trials, s.errors, s.elapsed_s, s.best_gflops());
+}
+
+// ---------------------------------------------------------------- measuring
+
+runtime::NDArray device_random(const std::vector<int64_t>& shape, uint64_t seed) {
+  auto h = runtime::NDArray::empty(shape, DataType::Float(32));
+  h.fill_random(seed, -1.0, 1.0);
+  auto d = runtime::NDArray::empty(shape, DataType::Float(32), DLDevice{kDLCUDA, 0});
+  d.copy_from(h);
+  return d;
+}
+
+runtime::NDArray device_poisoned(const std::vector<int64_t>& shape) {
+  auto h = runtime::NDArray::empty(shape, DataType::Float(32));
+  bench::poison(h.data<float>(), h.numel());
+  auto d = runtime::NDArray::empty(shape, DataType::Float(32), DLDevice{kDLCUDA, 0});
+  d.copy_from(h);
+  return d;
+}
+
+runtime::NDArray to_host(const runtime::NDArray& d) {
+  auto h = runtime::NDArray::empty(d.shape(), d.dtype());
+  h.copy_from(d);
+  return h;
+}
+
+/// Seconds per call of loom's and the peer's function: `repeat` rounds, each timing loom then
+/// the peer with CUDA events over as many calls as make a round last about 50 ms; medians.
+std::pair<double, double> time_pair(const std::function<void()>& loom_f, const std::function<void()>& peer_f,
+                                    int repeat) {
+  auto calls_for = [](const std::function<void()>& f) {
+    double t = runtime::cuda_time(f, 1, 1)[0];
+    return int(std::clamp(0.05 / std::max(t, 1e-7), 1.0, 10000.0));
+  };
+  const int nl = calls_for(loom_f), np = calls_for(peer_f);
+  std::vector<double> tl, tp;
+  for (int r = 0; r < repeat; ++r) {
+    tl.push_back(runtime::cuda_time(loom_f, nl, 1)[0]);
+    tp.push_back(runtime::cuda_time(peer_f, np, 1)[0]);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(tl), median(tp)};
+}
+
+struct Result {
+  std::string section, label, peer, config;
+  int records = 0;
+  double flop = 0, loom_s = 0, peer_s = 0, max_rel_err = 0;
+  double loom_gflops() const { return flop / loom_s * 1e-9; }
+  double peer_gflops() const { return flop / peer_s * 1e-9; }
+  /// loom's throughput as a fraction of the peer's.
+  double ratio() const { return peer_s / loom_s; }
+};
+
+constexpr double kTolerance = 1e-3;
 
 }  // namespace
 
-int main() {
-  if (!runtime::cuda_available()) {
-    std::printf("bench/gpu: skipped: no CUDA driver/GPU (%s)\n", runtime::cuda_unavailable_reason().c_str());
+int main(int argc, char** argv) try {
+  Options o = parse_args(argc, argv);
+  // Probed in a child, so that this process has not initialized CUDA when the tuner forks.
+  if (std::string why = tuner::cuda_worker_unavailable_reason(); !why.empty()) {
+    std::printf("bench/gpu: skipped: no CUDA driver/GPU (%s)\n", why.c_str());
     return 0;
   }
-  const int64_t n = 4096;
-  auto task = tuner::Task::create("matmul_cuda", {n, n, n}, Target("cuda"));
-  DLDevice gpu{kDLCUDA, 0};
-  runtime::NDArray ha = runtime::NDArray::empty({n, n}, DataType::Float(32));
-  ha.fill_random(1);
-  runtime::NDArray a = runtime::NDArray::empty({n, n}, DataType::Float(32), gpu);
-  runtime::NDArray b = runtime::NDArray::empty({n, n}, DataType::Float(32), gpu);
-  runtime::NDArray c = runtime::NDArray::empty({n, n}, DataType::Float(32), gpu);
-  a.copy_from(ha);
-  b.copy_from(ha);
-  double best = 1e30;
-  int tried = 0;
-  for (int64_t i = 0; i < task.space().size() && tried < 64; i += std::max<int64_t>(1, task.space().size() / 509)) {
-    try {
-      auto inst = task.instantiate(i);
-      runtime::Module m = build(inst.schedule, inst.args, Target("cuda"), "mm");
-      auto f = m.get_function("mm");
-      auto t = runtime::cuda_time([&] { f(a, b, c); }, 3, 2);
-      best = std::min(best, *std::min_element(t.begin(), t.end()));
-      ++tried;
-    } catch (const Error&) {
+  fs::create_directories(o.log_dir);
+  const Target cuda("cuda");
+
+  std::vector<Case> cases;
+  if (has(o.sections, "matmul")) {
+    const int64_t n = o.size;
+    cases.push_back(Case{"matmul", fmt::format("matmul {}^3", n), tuner::Task::create("matmul_cuda", {n, n, n}, cuda),
+                         o.trials, "", {}});
+  }
+  if (has(o.sections, "conv")) {
+    for (const ConvLayer& l : std::vector<ConvLayer>{{64, 56, 64, 3, 1, 1},
+                                                     {64, 56, 128, 1, 2, 0},
+                                                     {128, 28, 128, 3, 1, 1},
+                                                     {256, 14, 256, 3, 1, 1},
+                                                     {512, 7, 512, 3, 1, 1}}) {
+      auto task = tuner::Task::create("conv2d_nchw_cuda", {1, l.c, l.hw, l.hw, l.k, l.kernel, l.kernel}, cuda,
+                                      "float32", {{"stride", std::to_string(l.stride)}, {"pad", std::to_string(l.pad)}});
+      cases.push_back(Case{"conv",
+                           fmt::format("conv C={} H=W={} K={} {}x{} s{} p{}", l.c, l.hw, l.k, l.kernel, l.kernel,
+                                       l.stride, l.pad),
+                           task, o.conv_trials, "", l});
     }
   }
-  double flop = 2.0 * double(n) * n * n;
-  double ref = cublas_seconds(n, a, b, c);
-  std::printf("matmul 4096^3: loom %.3f ms (%.1f GFLOP/s, %d configs)", best * 1e3, flop / best * 1e-9, tried);
-  if (ref > 0) std::printf(", cuBLAS %.3f ms, ratio loom/cuBLAS time %.2f\n", ref * 1e3, best / ref);
-  else std::printf(", cuBLAS not found\n");
-  return 0;
+  for (Case& c : cases) c.log = (fs::path(o.log_dir) / (bench::sanitize(c.task.key()) + ".jsonl")).string();
+
+  // 1. Tune everything (forked workers; this process keeps off the GPU).
+  for (const Case& c : cases) tune(c, o);
+
+  // 2. Build the best records and time them next to cuBLAS / cuDNN.
+  std::vector<Result> results;
+  bool ok = true;
+  std::unique_ptr<Cublas> cublas;
+  std::unique_ptr<Cudnn> cudnn;
+  for (const Case& c : cases) {
+    records::ApplyHistoryBest best(c.log);
+    runtime::Module m = tuner::build_best(c.task, best, &std::cerr);
+    runtime::PackedFunc f = m.get_function(c.task.workload().op);
+    Result r;
+    r.section = c.section;
+    r.label = c.label;
+    r.flop = c.task.flop();
+    r.records = count_task_records(c.log, c.task);
+    if (auto rec = best.best(c.task.workload(), c.task.target().str())) {
+      r.config = c.task.space().get(rec->config.index).str();
+      std::replace(r.config.begin(), r.config.end(), '"', '\'');
+    }
+    std::vector<runtime::NDArray> args;
+    runtime::NDArray peer_out;
+    std::function<void()> peer;
+    if (c.section == "matmul") {
+      const int64_t n = c.task.workload().shape[0];
+      args = {device_random({n, n}, 1), device_random({n, n}, 2), device_poisoned({n, n})};
+      peer_out = device_poisoned({n, n});
+      if (!cublas) cublas = std::make_unique<Cublas>();
+      r.peer = "cuBLAS SGEMM";
+      peer = [&, n] { cublas->sgemm(n, n, n, args[0], args[1], peer_out); };
+    } else {
+      const ConvLayer& l = c.layer;
+      const int64_t oh = (l.hw + 2 * l.pad - l.kernel) / l.stride + 1;
+      std::vector<int64_t> out_shape = {1, l.k, oh, oh};
+      args = {device_random({1, l.c, l.hw, l.hw}, 1), device_random({l.k, l.c, l.kernel, l.kernel}, 2),
+              device_poisoned(out_shape)};
+      peer_out = device_poisoned(out_shape);
+      if (!cudnn) cudnn = std::make_unique<Cudnn>();
+      auto plan = std::make_shared<Cudnn::Conv>(cudnn->plan(1, l.c, l.hw, l.k, l.kernel, l.stride, l.pad, out_shape));
+      r.peer = fmt::format("cuDNN (algo {})", plan->algo);
+      peer = [&, plan] { cudnn->forward(*plan, args[0], args[1], peer_out); };
+    }
+    auto loom_f = [&] { f(args[0], args[1], args[2]); };
+    loom_f();
+    peer();
+    runtime::cuda_synchronize();
+    runtime::NDArray got = to_host(args[2]), want = to_host(peer_out);
+    r.max_rel_err = bench::max_rel_err(got.data<float>(), want.data<float>(), got.numel());
+    if (!(r.max_rel_err <= kTolerance)) {
+      std::fprintf(stderr, "[gpu_bench] %s: loom's output differs from %s: max relative error %.3g\n",
+                   c.label.c_str(), r.peer.c_str(), r.max_rel_err);
+      ok = false;
+    }
+    std::tie(r.loom_s, r.peer_s) = time_pair(loom_f, peer, o.repeat);
+    results.push_back(r);
+  }
+
+  // 3. Report.
+  std::printf("\nbench/gpu: tuned loom kernels against NVIDIA's libraries (median of %d rounds, CUDA events)\n",
+              o.repeat);
+  std::printf("%-36s %8s %10s %10s %10s %8s  %s\n", "workload", "records", "loom ms", "GFLOP/s", "peer ms",
+              "loom/peer", "peer");
+  std::vector<double> conv_ratios;
+  for (const Result& r : results) {
+    std::printf("%-36s %8d %10.3f %10.1f %10.3f %8.1f%%  %s (%.1f GFLOP/s)\n", r.label.c_str(), r.records,
+                r.loom_s * 1e3, r.loom_gflops(), r.peer_s * 1e3, 100 * r.ratio(), r.peer.c_str(), r.peer_gflops());
+    if (r.section == "conv") conv_ratios.push_back(r.ratio());
+  }
+  if (!conv_ratios.empty())
+    std::printf("conv geomean loom/cuDNN throughput: %.1f%% over %zu layers\n", 100 * bench::geomean(conv_ratios),
+                conv_ratios.size());
+  for (const Result& r : results)
+    if (r.section == "matmul")
+      std::printf("matmul target: at least 80%% of cuBLAS; %s: %.1f%% (%s)\n", r.label.c_str(), 100 * r.ratio(),
+                  r.ratio() >= 0.8 ? "met" : "not met");
+  std::printf("(loom/peer = peer time / loom time: loom's throughput as a share of the peer's)\n");
+
+  if (!o.json.empty()) {
+    std::ofstream js(o.json);
+    LOOM_CHECK(js.good(), "gpu_bench: cannot write '{}'", o.json);
+    js << fmt::format(R"({{"benchmark": "gpu", "target": "{}", "compute_capability": {}, "repeat": {}, )"
+                      R"("stat": "median", "results": [)",
+                      cuda.str(), runtime::cuda_compute_capability(0), o.repeat);
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Result& r = results[i];
+      js << fmt::format(R"({}{{"section": "{}", "workload": "{}", "records": {}, "config": "{}", "peer": "{}", )"
+                        R"("loom_ms": {:.4f}, "peer_ms": {:.4f}, "loom_gflops": {:.2f}, "peer_gflops": {:.2f}, )"
+                        R"("ratio": {:.4f}, "max_rel_err": {:.3e}}})",
+                        i ? ", " : "", r.section, r.label, r.records, r.config, r.peer, r.loom_s * 1e3, r.peer_s * 1e3,
+                        r.loom_gflops(), r.peer_gflops(), r.ratio(), r.max_rel_err);
+    }
+    js << "]";
+    if (!conv_ratios.empty()) js << fmt::format(R"(, "conv_geomean_ratio": {:.4f})", bench::geomean(conv_ratios));
+    js << "}\n";
+  }
+  return ok ? 0 : 1;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "gpu_bench: error: %s\n", e.what());
+  return 1;
 }

@@ -1,8 +1,11 @@
 // Measurer: the parent side of the worker protocol (see measure_worker.cc for the child).
 #include "loom/tuner/measure.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,7 +15,9 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "measure_worker.h"
@@ -50,12 +55,128 @@ struct Reply {
   std::string text;  // the line, or how the worker died
 };
 
+/// Waits up to `limit_s` for `pid` to end; kills it past that. Returns the wait status, or
+/// nullopt on timeout.
+std::optional<int> wait_with_timeout(pid_t pid, double limit_s) {
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_s));
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0 && errno != EINTR) return 0;
+    if (Clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
+
+std::string cuda_worker_unavailable_reason() {
+  static std::mutex mu;
+  static std::optional<std::string> cached;
+  std::lock_guard<std::mutex> lock(mu);
+  if (cached) return *cached;
+  int p[2];
+  LOOM_CHECK(::pipe2(p, O_CLOEXEC) == 0, "measure: pipe failed: {}", std::strerror(errno));
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(p[0]);
+    ::close(p[1]);
+    fail("measure: fork failed: {}", std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::close(p[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    std::string why = detail::cuda_probe();
+    size_t done = 0;
+    while (done < why.size()) {
+      ssize_t n = ::write(p[1], why.data() + done, why.size() - done);
+      if (n <= 0) break;
+      done += size_t(n);
+    }
+    _exit(0);
+  }
+  ::close(p[1]);
+  std::optional<int> status = wait_with_timeout(pid, 120);
+  std::string why;
+  char chunk[4096];
+  ssize_t n;
+  while ((n = ::read(p[0], chunk, sizeof(chunk))) > 0) why.append(chunk, size_t(n));
+  ::close(p[0]);
+  if (!status) why = "probing the driver in a child process took longer than 120 s";
+  else if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) why = describe_exit(*status) + " while probing the driver";
+  cached = why;
+  return why;
+}
+
+namespace {
+constexpr const char* kNoGpu = "no CUDA driver/GPU: ";
 }  // namespace
 
 struct Measurer::Impl {
   const Task* task;
   const MeasureOptions* opt;
   std::vector<WorkerProc> workers;
+  // CUDA tasks with correctness checks: the host reference, computed by one process.
+  detail::SharedReference* ref = nullptr;
+  size_t ref_map_bytes = 0;
+  pid_t ref_pid = -1;
+  Clock::time_point ref_started;
+
+  /// Maps the shared reference and forks the process that computes it.
+  void start_reference() {
+    ref_map_bytes = detail::SharedReference::kDataOffset + detail::reference_bytes(*task);
+    void* p = ::mmap(nullptr, ref_map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    LOOM_CHECK(p != MAP_FAILED, "measure: cannot map {} bytes for the reference outputs: {}", ref_map_bytes,
+               std::strerror(errno));
+    ref = new (p) detail::SharedReference{};
+    ref->state.store(detail::SharedReference::kPending);
+    std::fflush(nullptr);
+    std::cout.flush();
+    std::cerr.flush();
+    pid_t pid = ::fork();
+    LOOM_CHECK(pid >= 0, "measure: fork failed: {}", std::strerror(errno));
+    if (pid == 0) detail::reference_main(*task, *opt, ref);
+    ref_pid = pid;
+    ref_started = Clock::now();
+  }
+
+  /// Limit for computing the reference: the 4096³ matmul reference takes seconds on a
+  /// many-core host, but a slow or loaded one may need minutes.
+  double reference_limit_s() const { return std::max(600.0, 30 * opt->timeout_s); }
+
+  /// Waits for the reference process (once); a failure is recorded in the shared state.
+  void await_reference() {
+    if (ref_pid <= 0) return;
+    double left = reference_limit_s() - std::chrono::duration<double>(Clock::now() - ref_started).count();
+    std::optional<int> status = wait_with_timeout(ref_pid, std::max(0.0, left));
+    ref_pid = -1;
+    std::string why;
+    if (!status) why = fmt::format("took longer than {} s", reference_limit_s());
+    else if (ref->state.load() == detail::SharedReference::kPending) why = "ended (" + describe_exit(*status) + ")";
+    if (!why.empty()) {
+      std::snprintf(ref->error, sizeof(ref->error), "the reference process %s", why.c_str());
+      ref->state.store(detail::SharedReference::kFailed);
+    }
+  }
+
+  void release_reference() {
+    if (ref_pid > 0) {
+      ::kill(ref_pid, SIGKILL);
+      int status;
+      while (::waitpid(ref_pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      ref_pid = -1;
+    }
+    if (ref) ::munmap(ref, ref_map_bytes);
+    ref = nullptr;
+  }
 
   void spawn(size_t i) {
     int sv[2];
@@ -71,7 +192,7 @@ struct Measurer::Impl {
       for (const WorkerProc& w : workers) {
         if (w.fd >= 0) ::close(w.fd);
       }
-      detail::worker_main(sv[1], *task, *opt);
+      detail::worker_main(sv[1], *task, *opt, ref);
     }
     ::close(sv[1]);
     workers[i] = WorkerProc{pid, sv[0], ""};
@@ -164,11 +285,20 @@ Measurer::Measurer(Task task, MeasureOptions opt) : task_(std::move(task)), opt_
   int n = opt_.n_parallel > 0 ? opt_.n_parallel : int(std::max(1u, std::thread::hardware_concurrency()));
   impl_->task = &task_;
   impl_->opt = &opt_;
+  if (task_.target().is_cuda()) {
+    // Probed in a child: CUDA does not survive fork(), so this process must not initialize it.
+    std::string why = cuda_worker_unavailable_reason();
+    LOOM_CHECK(why.empty(), "{}{} (measuring {} for target '{}' needs a GPU in the forked workers; a process "
+               "that used CUDA before creating the Measurer cannot give them one)",
+               kNoGpu, why, task_.key(), task_.target().str());
+    if (opt_.check_correctness) impl_->start_reference();
+  }
   impl_->workers.resize(size_t(n));
   for (size_t i = 0; i < impl_->workers.size(); ++i) impl_->spawn(i);
 }
 
 Measurer::~Measurer() {
+  impl_->release_reference();
   for (WorkerProc& w : impl_->workers) {
     if (w.fd >= 0) ::shutdown(w.fd, SHUT_RDWR);
   }
@@ -265,6 +395,7 @@ std::vector<records::MeasureResult> Measurer::measure(const std::vector<ConfigEn
       r.all_cost = std::chrono::duration<double>(Clock::now() - t0[j]).count();
     }
     // Run phase: one candidate at a time.
+    impl_->await_reference();
     for (size_t j = 0; j < m; ++j) {
       if (!built[j]) {
         results[start + j].timestamp = unix_time();

@@ -1,4 +1,8 @@
 // The measuring worker: builds, times and checks candidates on behalf of Measurer.
+//
+// CUDA tasks: inputs and outputs are copied to device arrays (kDLCUDA), the candidate is
+// timed with CUDA events (runtime::cuda_time) and its outputs, copied back, are compared
+// with the SharedReference the parent had computed once on the host.
 #include "measure_worker.h"
 
 #include <sys/prctl.h>
@@ -10,12 +14,15 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
+#include <map>
 #include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "loom/codegen/build.h"
+#include "loom/runtime/cuda.h"
 #include "loom/te/evaluate.h"
 
 namespace loom::tuner::detail {
@@ -46,9 +53,62 @@ nlohmann::json reply(ErrorCode code, const std::string& msg) {
   return {{"error", int(code)}, {"msg", m}, {"costs", nlohmann::json::array()}};
 }
 
+/// The outputs of `args` (non-placeholders), in argument order.
+std::vector<te::Tensor> outputs_of(const std::vector<te::Tensor>& args) {
+  std::vector<te::Tensor> outs;
+  for (const te::Tensor& t : args)
+    if (!is_input(t)) outs.push_back(t);
+  return outs;
+}
+
+}  // namespace
+
+schedule::Schedule reference_cpu_schedule(const std::vector<te::Tensor>& outs) {
+  schedule::Schedule s = schedule::create_schedule(outs);
+  std::vector<schedule::Stage> stages = s.stages();
+  for (schedule::Stage st : stages) {
+    const te::OperationNode& op = *st->op;
+    if (op.kind != te::OpKind::kCompute || op.axis.empty()) continue;
+    std::vector<te::IterVar> spatial, reduce;
+    for (size_t i = 0; i < op.axis.size(); ++i) spatial.push_back(st.axis(i));
+    for (size_t i = 0; i < op.reduce_axis.size(); ++i) reduce.push_back(st.reduce_axis(i));
+    size_t outer = spatial.size() > 1 ? spatial.size() - 1 : 1;
+    if (!reduce.empty() && spatial.size() > 1) {
+      std::vector<te::IterVar> order(spatial.begin(), spatial.begin() + std::ptrdiff_t(outer));
+      order.insert(order.end(), reduce.begin(), reduce.end());
+      order.push_back(spatial.back());
+      st.reorder(order);
+    }
+    std::vector<te::IterVar> fused(spatial.begin(), spatial.begin() + std::ptrdiff_t(outer));
+    st.parallel(fused.size() > 1 ? st.fuse(fused) : fused[0]);
+  }
+  return s;
+}
+
+namespace {
+
 class Worker {
  public:
-  Worker(const Task& task, const MeasureOptions& opt) : task_(task), opt_(opt) {}
+  Worker(const Task& task, const MeasureOptions& opt, const SharedReference* shared = nullptr)
+      : task_(task), opt_(opt), shared_(shared), cuda_(task.target().is_cuda()) {}
+
+  /// The reference outputs of a CUDA task, computed on the host: te::evaluate for tasks of
+  /// at most evaluate_flop_limit, else reference_cpu_schedule compiled for the host.
+  std::vector<runtime::NDArray> host_reference() {
+    std::vector<te::Tensor> args = task_.tmpl().compute(task_.workload());
+    std::map<te::Tensor, runtime::NDArray> in;
+    for (size_t i = 0; i < args.size(); ++i)
+      if (is_input(args[i])) in[args[i]] = input(i, args[i]);
+    std::vector<te::Tensor> outs = outputs_of(args);
+    if (task_.flop() <= opt_.evaluate_flop_limit) return te::evaluate(outs, in);
+    runtime::Module m = codegen::build(reference_cpu_schedule(outs), args, Target("llvm"), "reference");
+    std::vector<runtime::NDArray> arrays = make_arrays(args);
+    m.get_function("reference").call(dl(arrays));
+    std::vector<runtime::NDArray> out;
+    for (size_t i = 0; i < args.size(); ++i)
+      if (!is_input(args[i])) out.push_back(arrays[i]);
+    return out;
+  }
 
   nlohmann::json build(int64_t index) {
     built_.reset();
@@ -74,7 +134,7 @@ class Worker {
   nlohmann::json run() {
     if (!built_) return reply(ErrorCode::kUnknown, "run requested without a built candidate");
     try {
-      return run_built();
+      return cuda_ ? run_built_cuda() : run_built();
     } catch (const std::bad_alloc&) {
       return reply(ErrorCode::kRuntime, "out of memory while running");
     } catch (const std::exception& e) {
@@ -130,6 +190,10 @@ class Worker {
   const std::vector<runtime::NDArray>& reference() {
     if (ref_done_) return ref_;
     ref_done_ = true;
+    if (shared_) {
+      read_shared_reference();
+      return ref_;
+    }
     try {
       Instance d = task_.instantiate_default();
       if (task_.flop() <= opt_.evaluate_flop_limit) {
@@ -153,6 +217,23 @@ class Worker {
       ref_.clear();
     }
     return ref_;
+  }
+
+  /// Copies the outputs out of the SharedReference (or takes its error).
+  void read_shared_reference() {
+    int state = shared_->state.load(std::memory_order_acquire);
+    if (state != SharedReference::kReady) {
+      ref_error_ = state == SharedReference::kFailed ? std::string(shared_->error) : "the reference is not ready";
+      if (ref_error_.empty()) ref_error_ = "unknown error";
+      return;
+    }
+    const unsigned char* p = shared_->data();
+    for (const te::Tensor& t : outputs_of(task_.tmpl().compute(task_.workload()))) {
+      auto a = runtime::NDArray::empty(const_shape(t), t.dtype());
+      std::memcpy(a.raw_data(), p, a.nbytes());
+      p += a.nbytes();
+      ref_.push_back(a);
+    }
   }
 
   /// "" when `got` matches the reference outputs, else the first mismatch.
@@ -222,8 +303,66 @@ class Worker {
     return out;
   }
 
+  /// Overwrites a 64 MiB device buffer, more than the L2 cache of current GPUs.
+  void flush_device_cache() {
+    constexpr int64_t kFlushFloats = int64_t(16) << 20;
+    if (!flush_dev_.defined()) {
+      flush_host_ = runtime::NDArray::empty({kFlushFloats}, DataType::Float(32));
+      std::memset(flush_host_.raw_data(), 0, flush_host_.nbytes());
+      flush_dev_ = runtime::NDArray::empty({kFlushFloats}, DataType::Float(32), DLDevice{kDLCUDA, 0});
+    }
+    flush_dev_.copy_from(flush_host_);
+  }
+
+  /// run_built for CUDA: device copies of the arguments, event timing; `number` is raised
+  /// (to at most 2^24) until one repeat lasts min_repeat_ms.
+  nlohmann::json run_built_cuda() {
+    runtime::cuda_require("measuring a CUDA candidate");
+    std::vector<runtime::NDArray> host = make_arrays(built_->args);
+    std::vector<runtime::NDArray> dev;
+    for (const runtime::NDArray& h : host) {
+      dev.push_back(runtime::NDArray::empty(h.shape(), h.dtype(), DLDevice{kDLCUDA, 0}));
+      dev.back().copy_from(h);
+    }
+    std::vector<DLTensor*> args = dl(dev);
+    built_->func.call(args);  // warm-up; its outputs are checked
+    runtime::cuda_synchronize();
+    if (opt_.check_correctness) {
+      for (size_t i = 0; i < host.size(); ++i)
+        if (!is_input(built_->args[i])) host[i].copy_from(dev[i]);
+      std::string mismatch = check(host);
+      if (!ref_error_.empty()) return reply(ErrorCode::kUnknown, "computing the reference failed: " + ref_error_);
+      if (!mismatch.empty()) return reply(ErrorCode::kWrongAnswer, mismatch);
+    }
+    auto f = [&] { built_->func.call(args); };
+    int number = std::max(1, opt_.number);
+    const double min_s = opt_.min_repeat_ms / 1000.0;
+    double t = runtime::cuda_time(f, number, 1)[0] * number;
+    while (t < min_s && number < (1 << 24)) {
+      double scale = std::min(100.0, min_s / std::max(t, 1e-7) * 1.1);
+      number = int(std::min<double>(1 << 24, std::max(number + 1.0, std::ceil(number * scale))));
+      t = runtime::cuda_time(f, number, 1)[0] * number;
+    }
+    std::vector<double> per_run;
+    if (opt_.flush_cache) {
+      for (int r = 0; r < std::max(1, opt_.repeat); ++r) {
+        flush_device_cache();
+        per_run.push_back(runtime::cuda_time(f, number, 1)[0]);
+      }
+    } else {
+      per_run = runtime::cuda_time(f, number, std::max(1, opt_.repeat));
+    }
+    nlohmann::json out = reply(ErrorCode::kNoError, "");
+    out["costs"] = per_run;
+    out["number"] = number;
+    return out;
+  }
+
   const Task& task_;
   MeasureOptions opt_;
+  const SharedReference* shared_;
+  bool cuda_;
+  runtime::NDArray flush_host_, flush_dev_;
   std::optional<Built> built_;
   std::map<size_t, runtime::NDArray> inputs_;
   bool ref_done_ = false;
@@ -239,6 +378,12 @@ int64_t default_memory_limit() {
   return std::min<int64_t>(half, int64_t(8) << 30);
 }
 
+void set_memory_limit(const MeasureOptions& opt) {
+  int64_t limit = opt.worker_memory_bytes > 0 ? opt.worker_memory_bytes : default_memory_limit();
+  rlimit rl{rlim_t(limit), rlim_t(limit)};
+  setrlimit(RLIMIT_AS, &rl);
+}
+
 }  // namespace
 
 bool send_all(int fd, const std::string& data) {
@@ -252,14 +397,63 @@ bool send_all(int fd, const std::string& data) {
   return true;
 }
 
-void worker_main(int fd, const Task& task, const MeasureOptions& opt) {
+size_t reference_bytes(const Task& task) {
+  size_t n = 0;
+  for (const te::Tensor& t : outputs_of(task.tmpl().compute(task.workload()))) {
+    size_t numel = 1;
+    for (int64_t d : const_shape(t)) numel *= size_t(d);
+    n += numel * size_t((t.dtype().bits() * t.dtype().lanes() + 7) / 8);
+  }
+  return n;
+}
+
+void reference_main(const Task& task, const MeasureOptions& opt, SharedReference* ref) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) _exit(0);
-  int64_t limit = opt.worker_memory_bytes > 0 ? opt.worker_memory_bytes : default_memory_limit();
-  rlimit rl{rlim_t(limit), rlim_t(limit)};
-  setrlimit(RLIMIT_AS, &rl);
+  set_memory_limit(opt);
+  try {
+    Worker w(task, opt);
+    std::vector<runtime::NDArray> outs = w.host_reference();
+    size_t total = 0;
+    for (const runtime::NDArray& a : outs) total += a.nbytes();
+    LOOM_ICHECK(total == reference_bytes(task));
+    unsigned char* p = ref->data();
+    for (const runtime::NDArray& a : outs) {
+      std::memcpy(p, a.raw_data(), a.nbytes());
+      p += a.nbytes();
+    }
+    ref->state.store(SharedReference::kReady, std::memory_order_release);
+  } catch (const std::exception& e) {
+    std::snprintf(ref->error, sizeof(ref->error), "%s", e.what());
+    ref->state.store(SharedReference::kFailed, std::memory_order_release);
+  }
+  _exit(0);
+}
 
-  Worker w(task, opt);
+std::string cuda_probe() {
+  try {
+    if (!runtime::cuda_available()) return runtime::cuda_unavailable_reason();
+    auto h = runtime::NDArray::from_vector({1, 2, 3, 4}, {4}, DataType::Float(32));
+    auto d = runtime::NDArray::empty({4}, DataType::Float(32), DLDevice{kDLCUDA, 0});
+    auto back = runtime::NDArray::empty({4}, DataType::Float(32));
+    d.copy_from(h);
+    back.copy_from(d);
+    for (int64_t i = 0; i < 4; ++i)
+      if (back.get(i) != h.get(i)) return "a host-device-host copy changed the data";
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+void worker_main(int fd, const Task& task, const MeasureOptions& opt, const SharedReference* ref) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() == 1) _exit(0);
+  // The CUDA driver reserves far more address space than any sane limit; CUDA workers run
+  // without one (their host memory is the task's arrays, their device memory the GPU's).
+  if (!task.target().is_cuda()) set_memory_limit(opt);
+
+  Worker w(task, opt, ref);
   std::string buf;
   char chunk[4096];
   for (;;) {

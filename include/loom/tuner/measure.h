@@ -46,6 +46,16 @@ struct MeasureOptions {
 /// with te::evaluate on the default instance (small tasks), or by running the template's
 /// default config compiled (large tasks, where the evaluator would take minutes; default
 /// schedules are trusted because every schedule primitive is differentially tested).
+///
+/// CUDA tasks (target kind "cuda"): the constructor first checks, in a forked child, that a
+/// worker can use the GPU, and throws loom::Error "no CUDA driver/GPU: …" otherwise (CUDA does
+/// not survive fork(), so a process must not use CUDA before it creates a Measurer). Workers
+/// copy the seeded inputs to device arrays, time with CUDA events (number, repeat and
+/// min_repeat_ms as for the CPU; flush_cache overwrites 64 MiB of device memory) and copy the
+/// outputs back. The reference is computed once per Measurer, on the host, by one forked
+/// process into shared memory: te::evaluate up to evaluate_flop_limit, else the computation
+/// with a plain CPU schedule (reduce axes inside the outer spatial axes, those fused and
+/// parallel) compiled for "llvm". worker_memory_bytes does not apply to CUDA workers.
 class Measurer {
  public:
   Measurer(Task task, MeasureOptions opt = {});
@@ -67,6 +77,10 @@ class Measurer {
   MeasureOptions opt_;
   std::unique_ptr<Impl> impl_;
 };
+
+/// "" when a forked child of this process can allocate and copy CUDA device memory, else
+/// why not. Probes in a child (once per process), so this process does not initialize CUDA.
+std::string cuda_worker_unavailable_reason();
 
 /// The host CPU's model name from /proc/cpuinfo ("" if unknown).
 std::string host_cpu_name();
