@@ -77,7 +77,8 @@ std::vector<int64_t> SimulatedAnnealingExplorer::random_unvisited(int n, const V
 }
 
 std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, const ScoreFn& score,
-                                                            const VisitedFn& visited) {
+                                                            const VisitedFn& visited,
+                                                            const std::vector<int64_t>& starts) {
   if (batch_size <= 0) return {};
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   int n_random = int(std::floor(batch_size * opt_.epsilon));
@@ -92,6 +93,16 @@ std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, cons
   }
   std::vector<double> scores = score(chains_);
   LOOM_ICHECK(scores.size() == chains_.size());
+  const size_t n_restart =
+      std::min(starts.size(), size_t(std::floor(opt_.restart_from_best * double(chains_.size()))));
+  if (n_restart > 0) {
+    std::vector<size_t> worst(chains_.size());
+    for (size_t i = 0; i < worst.size(); ++i) worst[i] = i;
+    std::sort(worst.begin(), worst.end(), [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+    std::vector<int64_t> from(starts.begin(), starts.begin() + std::ptrdiff_t(n_restart));
+    std::vector<double> from_scores = score(from);
+    for (size_t r = 0; r < n_restart; ++r) chains_[worst[r]] = from[r], scores[worst[r]] = from_scores[r];
+  }
 
   // The best unvisited configs seen, kept at a few times the batch size for de-duplication.
   size_t keep = size_t(std::max(1, n_model)) * 3;

@@ -20,6 +20,9 @@ struct SAOptions {
   int early_stop = 25;
   /// Fraction of each batch chosen uniformly at random among unmeasured configs.
   double epsilon = 0.05;
+  /// Fraction of the chains restarted at each batch from the best measured configs (the
+  /// `starts` of next_batch), so the search refines around what measured fast.
+  double restart_from_best = 0.5;
 };
 
 /// Scores a list of config indices (higher is better; -inf for configs that cannot be built).
@@ -35,8 +38,10 @@ class SimulatedAnnealingExplorer {
   SimulatedAnnealingExplorer(const ConfigSpace& space, SAOptions opt = {}, uint64_t seed = 0);
 
   /// Up to `batch_size` distinct configs, none of them visited; fewer only when the space
-  /// has no more.
-  std::vector<int64_t> next_batch(int batch_size, const ScoreFn& score, const VisitedFn& visited);
+  /// has no more. `starts`, best first (e.g. the fastest measured configs), replace the
+  /// chains' worst positions, up to restart_from_best of the chains.
+  std::vector<int64_t> next_batch(int batch_size, const ScoreFn& score, const VisitedFn& visited,
+                                  const std::vector<int64_t>& starts = {});
 
   /// A config differing from `index` in one knob's value.
   int64_t neighbor(int64_t index);
