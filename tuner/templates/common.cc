@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -84,6 +85,41 @@ SplitOptions block_split_options(int64_t extent) {
   for (int64_t bn = kBlock; bn <= 64 && (bn == kBlock || bn <= padded); bn += kBlock) {
     for (int64_t outer = 1; outer == 1 || outer * bn <= padded; outer *= 2) o.candidates.push_back({-1, outer, bn});
   }
+  return o;
+}
+
+ConvDims conv_dims(const records::Workload& w) {
+  ConvDims d{w.shape[0], w.shape[1], w.shape[2], w.shape[3], w.shape[4], w.shape[5], w.shape[6],
+             int_attr(w, "stride", 1, 1), int_attr(w, "pad", 0, 0), 0, 0};
+  d.OH = (d.H + 2 * d.pad - d.R) / d.stride + 1;
+  d.OW = (d.W + 2 * d.pad - d.S) / d.stride + 1;
+  return d;
+}
+
+void check_conv(const records::Workload& w) {
+  check_shape(w, {"N", "C", "H", "W", "K", "R", "S"});
+  ConvDims d = conv_dims(w);
+  LOOM_CHECK(d.H + 2 * d.pad >= d.R && d.W + 2 * d.pad >= d.S,
+             "{}: kernel {}x{} is larger than the padded input {}x{}", w.op, d.R, d.S, d.H + 2 * d.pad,
+             d.W + 2 * d.pad);
+  for (const auto& [k, v] : w.attrs)
+    LOOM_CHECK(k == "stride" || k == "pad", "{}: unknown attribute '{}' (expected stride, pad)", w.op, k);
+}
+
+std::vector<std::vector<int64_t>> permutations(int n) {
+  std::vector<int64_t> p(size_t(n), 0);
+  for (int i = 0; i < n; ++i) p[size_t(i)] = i;
+  std::vector<std::vector<int64_t>> all;
+  do all.push_back(p);
+  while (std::next_permutation(p.begin(), p.end()));
+  return all;
+}
+
+SplitOptions tile_options(int64_t extent, int64_t max) {
+  SplitOptions o;
+  o.policy = SplitOptions::kCandidates;
+  for (int64_t f = 1; f <= std::min(extent, max); ++f)
+    if (extent % f == 0 || (f & (f - 1)) == 0) o.candidates.push_back({-1, f});
   return o;
 }
 

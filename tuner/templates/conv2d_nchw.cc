@@ -18,30 +18,8 @@ using te::Tensor;
 using te::Var;
 using tmpl::kBlock;
 
-struct Dims {
-  int64_t N, C, H, W, K, R, S, stride, pad, OH, OW;
-};
-
-Dims dims(const records::Workload& w) {
-  Dims d{w.shape[0], w.shape[1], w.shape[2], w.shape[3], w.shape[4], w.shape[5], w.shape[6],
-         tmpl::int_attr(w, "stride", 1, 1), tmpl::int_attr(w, "pad", 0, 0), 0, 0};
-  d.OH = (d.H + 2 * d.pad - d.R) / d.stride + 1;
-  d.OW = (d.W + 2 * d.pad - d.S) / d.stride + 1;
-  return d;
-}
-
-void check(const records::Workload& w) {
-  tmpl::check_shape(w, {"N", "C", "H", "W", "K", "R", "S"});
-  Dims d = dims(w);
-  LOOM_CHECK(d.H + 2 * d.pad >= d.R && d.W + 2 * d.pad >= d.S,
-             "{}: kernel {}x{} is larger than the padded input {}x{}", w.op, d.R, d.S, d.H + 2 * d.pad,
-             d.W + 2 * d.pad);
-  for (const auto& [k, v] : w.attrs)
-    LOOM_CHECK(k == "stride" || k == "pad", "{}: unknown attribute '{}' (expected stride, pad)", w.op, k);
-}
-
 std::vector<Tensor> compute(const records::Workload& w) {
-  Dims d = dims(w);
+  tmpl::ConvDims d = tmpl::conv_dims(w);
   Tensor data = te::placeholder({d.N, d.C, d.H, d.W}, DataType::Float(32), "data");
   Tensor kernel = te::placeholder({d.K, d.C, d.R, d.S}, DataType::Float(32), "kernel");
   Tensor in = data;
@@ -82,14 +60,6 @@ std::vector<Tensor> compute(const records::Workload& w) {
   return {data, kernel, out};
 }
 
-std::vector<std::vector<int64_t>> permutations3() {
-  std::vector<int64_t> p{0, 1, 2};
-  std::vector<std::vector<int64_t>> all;
-  do all.push_back(p);
-  while (std::next_permutation(p.begin(), p.end()));
-  return all;
-}
-
 schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
   Tensor out = args[2];
   Tensor conv = tmpl::find_input(out, "conv_blocked");
@@ -104,7 +74,7 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
   for (int64_t f = 1; f <= std::min<int64_t>(OW, 16); ++f)
     if (OW % f == 0 || f == 4 || f == 8 || f == 16) tow.candidates.push_back({-1, f});
   cfg.split("tile_ow", OW, tow);
-  std::vector<int64_t> order = cfg.reorder("reduce_order", permutations3());
+  std::vector<int64_t> order = cfg.reorder("reduce_order", tmpl::permutations(3));
   cfg.annotate("unroll_rx", {"unroll", "none"});
   bool has_pad = false;
   for (const te::Operation& op : te::post_dfs_order({out})) has_pad |= op->name == "pad";
@@ -124,7 +94,9 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
   std::vector<te::IterVar> red{acc.reduce_axis(0), acc.reduce_axis(1), acc.reduce_axis(2)};
   std::vector<te::IterVar> acc_order{acc.axis(0), acc.axis(2)};
   for (int64_t i : order) acc_order.push_back(red[i]);
-  acc_order.insert(acc_order.end(), {acc.axis(1), acc.axis(3), acc.axis(4)});
+  // Channel blocks innermost: each broadcast input value is used by all of them at once (see
+  // conv2d_nchwc.cc).
+  acc_order.insert(acc_order.end(), {acc.axis(3), acc.axis(1), acc.axis(4)});
   acc.reorder(acc_order);
   cfg.apply_annotate("unroll_rx", acc, red[order[2]]);
   acc.unroll(acc.axis(1));
@@ -151,11 +123,8 @@ Template conv2d_nchw_template() {
   t.name = "conv2d_nchw";
   t.shape_doc = "N,C,H,W,K,R,S (attrs stride, pad)";
   t.doc = "2-D convolution, NCHW data, KCRS kernel, float32, output channels blocked by 16";
-  t.check = check;
-  t.flop = [](const records::Workload& w) {
-    Dims d = dims(w);
-    return 2.0 * double(d.N) * double(d.K) * double(d.OH) * double(d.OW) * double(d.C) * double(d.R) * double(d.S);
-  };
+  t.check = tmpl::check_conv;
+  t.flop = [](const records::Workload& w) { return tmpl::conv_dims(w).flop(); };
   t.compute = compute;
   t.schedule = schedule_conv;
   t.default_config = [](const ConfigSpace& sp) {

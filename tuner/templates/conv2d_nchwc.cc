@@ -26,33 +26,16 @@ using tmpl::kBlock;
 // rest hold kernel vectors and the broadcast input).
 constexpr int64_t kMaxAccumulators = 28;
 
-struct Dims {
-  int64_t N, C, H, W, K, R, S, stride, pad, OH, OW;
-};
-
-Dims dims(const records::Workload& w) {
-  Dims d{w.shape[0], w.shape[1], w.shape[2], w.shape[3], w.shape[4], w.shape[5], w.shape[6],
-         tmpl::int_attr(w, "stride", 1, 1), tmpl::int_attr(w, "pad", 0, 0), 0, 0};
-  d.OH = (d.H + 2 * d.pad - d.R) / d.stride + 1;
-  d.OW = (d.W + 2 * d.pad - d.S) / d.stride + 1;
-  return d;
-}
-
 void check(const records::Workload& w) {
-  tmpl::check_shape(w, {"N", "C", "H", "W", "K", "R", "S"});
-  Dims d = dims(w);
+  tmpl::check_conv(w);
+  tmpl::ConvDims d = tmpl::conv_dims(w);
   LOOM_CHECK(d.C % kBlock == 0 && d.K % kBlock == 0,
              "{}: input channels C={} and output channels K={} must be multiples of {} (use conv2d_nchw otherwise)",
              w.op, d.C, d.K, kBlock);
-  LOOM_CHECK(d.H + 2 * d.pad >= d.R && d.W + 2 * d.pad >= d.S,
-             "{}: kernel {}x{} is larger than the padded input {}x{}", w.op, d.R, d.S, d.H + 2 * d.pad,
-             d.W + 2 * d.pad);
-  for (const auto& [k, v] : w.attrs)
-    LOOM_CHECK(k == "stride" || k == "pad", "{}: unknown attribute '{}' (expected stride, pad)", w.op, k);
 }
 
 std::vector<Tensor> compute(const records::Workload& w) {
-  Dims d = dims(w);
+  tmpl::ConvDims d = tmpl::conv_dims(w);
   const int64_t CB = d.C / kBlock, KB = d.K / kBlock;
   Tensor data = te::placeholder({d.N, CB, d.H, d.W, kBlock}, DataType::Float(32), "data");
   Tensor kernel = te::placeholder({KB, CB, d.R, d.S, kBlock, kBlock}, DataType::Float(32), "kernel");
@@ -82,24 +65,6 @@ std::vector<Tensor> compute(const records::Workload& w) {
   return {data, kernel, out};
 }
 
-std::vector<std::vector<int64_t>> permutations3() {
-  std::vector<int64_t> p{0, 1, 2};
-  std::vector<std::vector<int64_t>> all;
-  do all.push_back(p);
-  while (std::next_permutation(p.begin(), p.end()));
-  return all;
-}
-
-/// Inner factors for a register-tile split of `extent`: its divisors up to `max`, and the
-/// powers of two below `max` (which leave a tail).
-SplitOptions tile_options(int64_t extent, int64_t max) {
-  SplitOptions o;
-  o.policy = SplitOptions::kCandidates;
-  for (int64_t f = 1; f <= std::min(extent, max); ++f)
-    if (extent % f == 0 || (f & (f - 1)) == 0) o.candidates.push_back({-1, f});
-  return o;
-}
-
 schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
   Tensor out = args[2];
   const int64_t KB = *te::as_const_int(out.shape()[1]), OH = *te::as_const_int(out.shape()[2]),
@@ -108,9 +73,9 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
   SplitOptions toc;
   toc.max_factor = 4;
   const int64_t oc = cfg.split("tile_oc", KB, toc).back();
-  const int64_t oh = cfg.split("tile_oh", OH, tile_options(OH, 2)).back();
-  const int64_t ow = cfg.split("tile_ow", OW, tile_options(OW, kMaxAccumulators)).back();
-  std::vector<int64_t> order = cfg.reorder("reduce_order", permutations3());
+  const int64_t oh = cfg.split("tile_oh", OH, tmpl::tile_options(OH, 2)).back();
+  const int64_t ow = cfg.split("tile_ow", OW, tmpl::tile_options(OW, kMaxAccumulators)).back();
+  std::vector<int64_t> order = cfg.reorder("reduce_order", tmpl::permutations(3));
   cfg.annotate("unroll_rci", {"unroll", "none"});
   // 0: output-channel blocks outside rows (a kernel block is reused over all rows), 1: rows
   // outside channel blocks (an input row is reused over all channel blocks).
@@ -171,10 +136,7 @@ Template conv2d_nchwc_template() {
   t.shape_doc = "N,C,H,W,K,R,S (attrs stride, pad; C, K multiples of 16)";
   t.doc = "2-D convolution on channel-blocked arrays: data NCHW16c, kernel OIHW16i16o, out NCHW16c, float32";
   t.check = check;
-  t.flop = [](const records::Workload& w) {
-    Dims d = dims(w);
-    return 2.0 * double(d.N) * double(d.K) * double(d.OH) * double(d.OW) * double(d.C) * double(d.R) * double(d.S);
-  };
+  t.flop = [](const records::Workload& w) { return tmpl::conv_dims(w).flop(); };
   t.compute = compute;
   t.schedule = schedule_conv;
   t.default_config = [](const ConfigSpace& sp) {

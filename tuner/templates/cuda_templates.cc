@@ -125,32 +125,21 @@ Template matmul_cuda() {
 }
 
 // ---- conv2d_nchw and depthwise: shape N,C,H,W,K,R,S (depthwise: K = C * multiplier)
-struct ConvDims {
-  int64_t n, c, h, w, k, r, s, stride, pad;
-};
-ConvDims conv_dims(const records::Workload& w) {
-  return {w.shape[0], w.shape[1], w.shape[2], w.shape[3], w.shape[4], w.shape[5], w.shape[6],
-          tmpl::int_attr(w, "stride", 1, 1), tmpl::int_attr(w, "pad", 0, 0)};
-}
-
 void conv_check(const records::Workload& w, bool depthwise) {
-  tmpl::check_shape(w, {"N", "C", "H", "W", "K", "R", "S"});
-  for (const auto& [k, v] : w.attrs)
-    LOOM_CHECK(k == "stride" || k == "pad", "{}: unknown attribute '{}' (expected stride, pad)", w.op, k);
-  ConvDims d = conv_dims(w);
-  LOOM_CHECK(!depthwise || d.k % d.c == 0, "{}: K ({}) must be a multiple of C ({})", w.op, d.k, d.c);
-  LOOM_CHECK(d.h + 2 * d.pad >= d.r && d.w + 2 * d.pad >= d.s, "{}: the kernel is larger than the padded input", w.op);
+  tmpl::check_conv(w);
+  tmpl::ConvDims d = tmpl::conv_dims(w);
+  LOOM_CHECK(!depthwise || d.K % d.C == 0, "{}: K ({}) must be a multiple of C ({})", w.op, d.K, d.C);
 }
 
 std::vector<Tensor> conv_compute(const records::Workload& w, bool depthwise) {
-  ConvDims d = conv_dims(w);
-  Tensor data = te::placeholder({d.n, d.c, d.h, d.w}, DataType::Float(32), "data");
+  tmpl::ConvDims d = tmpl::conv_dims(w);
+  Tensor data = te::placeholder({d.N, d.C, d.H, d.W}, DataType::Float(32), "data");
   if (depthwise) {
-    Tensor kernel = te::placeholder({d.c, d.k / d.c, d.r, d.s}, DataType::Float(32), "kernel");
+    Tensor kernel = te::placeholder({d.C, d.K / d.C, d.R, d.S}, DataType::Float(32), "kernel");
     return {data, kernel,
             te::ops::depthwise_conv2d_nchw(data, kernel, {d.stride, d.stride}, {d.pad, d.pad})};
   }
-  Tensor kernel = te::placeholder({d.k, d.c, d.r, d.s}, DataType::Float(32), "kernel");
+  Tensor kernel = te::placeholder({d.K, d.C, d.R, d.S}, DataType::Float(32), "kernel");
   return {data, kernel, te::ops::conv2d_nchw(data, kernel, {d.stride, d.stride}, {d.pad, d.pad})};
 }
 
@@ -175,9 +164,9 @@ Schedule conv_schedule(ConfigContext& cfg, const std::vector<Tensor>& args, bool
   cfg.split("tile_k", *te::as_const_int(red[0]->dom.extent), SplitOptions{SplitOptions::kFactors, 2, 32, {}});
   const auto &tf = cfg.value("tile_f"), &ty = cfg.value("tile_y"), &tx = cfg.value("tile_x");
   int64_t kin = cfg.value("tile_k")[1];
-  ConvDims d{0, 0, 0, 0, 0, *te::as_const_int(kernel.shape()[2]), *te::as_const_int(kernel.shape()[3]), 1, 0};
-  int64_t span_y = prod(ty, 1) * 2 + d.r, span_x = prod(tx, 1) * 2 + d.s;  // bound with stride <= 2
-  int64_t shared = (depthwise ? prod(tf, 1) : kin) * span_y * span_x + prod(tf, 1) * (depthwise ? 1 : kin) * d.r * d.s;
+  const int64_t R = *te::as_const_int(kernel.shape()[2]), S = *te::as_const_int(kernel.shape()[3]);
+  int64_t span_y = prod(ty, 1) * 2 + R, span_x = prod(tx, 1) * 2 + S;  // bound with stride <= 2
+  int64_t shared = (depthwise ? prod(tf, 1) : kin) * span_y * span_x + prod(tf, 1) * (depthwise ? 1 : kin) * R * S;
   // Batch shares blockIdx.z with the outer output-channel tile.
   schedule::Stage o = s[out];
   IterVar n = o.axis(0);
@@ -198,9 +187,8 @@ Template conv_template(bool depthwise) {
   t.targets = {"cuda"};
   t.check = [depthwise](const records::Workload& w) { conv_check(w, depthwise); };
   t.flop = [depthwise](const records::Workload& w) {
-    ConvDims d = conv_dims(w);
-    double oh = double((d.h + 2 * d.pad - d.r) / d.stride + 1), ow = double((d.w + 2 * d.pad - d.s) / d.stride + 1);
-    return 2.0 * double(d.n) * double(d.k) * oh * ow * double(d.r * d.s) * (depthwise ? 1.0 : double(d.c));
+    tmpl::ConvDims d = tmpl::conv_dims(w);
+    return depthwise ? d.flop() / double(d.C) : d.flop();  // a depthwise output sums over one channel
   };
   t.compute = [depthwise](const records::Workload& w) { return conv_compute(w, depthwise); };
   t.schedule = [depthwise](ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {

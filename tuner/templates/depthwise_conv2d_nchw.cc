@@ -64,19 +64,11 @@ std::vector<Tensor> compute(const records::Workload& w) {
   return {data, kernel, out};
 }
 
-SplitOptions tile_options(int64_t extent, int64_t max) {
-  SplitOptions o;
-  o.policy = SplitOptions::kCandidates;
-  for (int64_t f = 1; f <= std::min(extent, max); ++f)
-    if (extent % f == 0 || (f & (f - 1)) == 0) o.candidates.push_back({-1, f});
-  return o;
-}
-
 schedule::Schedule schedule_depthwise(ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
   Tensor out = args[2];
   const int64_t OH = *te::as_const_int(out.shape()[2]), OW = *te::as_const_int(out.shape()[3]);
-  cfg.split("tile_oh", OH, tile_options(OH, 8));
-  cfg.split("tile_ow", OW, tile_options(OW, 32));
+  cfg.split("tile_oh", OH, tmpl::tile_options(OH, 8));
+  cfg.split("tile_ow", OW, tmpl::tile_options(OW, 32));
   cfg.annotate("unroll_rx", {"unroll", "none"});
   bool has_pad = false;
   for (const te::Operation& op : te::post_dfs_order({out})) has_pad |= op->name == "pad";

@@ -60,6 +60,24 @@ void schedule_gemm(ConfigContext& cfg, schedule::Stage out, const te::IterVar& b
 /// Default knob values of schedule_gemm.
 Preferences gemm_preferences();
 
+/// Sizes of a 2-D convolution workload with shape [N, C, H, W, K, R, S] and attrs stride
+/// and pad (both spatial dimensions alike), and its output size.
+struct ConvDims {
+  int64_t N, C, H, W, K, R, S, stride, pad, OH, OW;
+  double flop() const { return 2.0 * double(N) * double(K) * double(OH) * double(OW) * double(C) * double(R) * double(S); }
+};
+ConvDims conv_dims(const records::Workload& w);
+/// Checks a conv2d workload: float32, seven positive sizes, a kernel that fits the padded
+/// input, no attributes but stride and pad.
+void check_conv(const records::Workload& w);
+
+/// Every permutation of 0..n-1, in lexicographic order (for reorder knobs).
+std::vector<std::vector<int64_t>> permutations(int n);
+
+/// Inner factors for a register-tile split of `extent`: its divisors up to `max` and the
+/// powers of two up to `max` (which leave a tail).
+SplitOptions tile_options(int64_t extent, int64_t max);
+
 /// A packing stage [.., blocks, K, kBlock]: vectorized innermost, outer axes fused and parallel.
 void schedule_pack(schedule::Stage pack);
 
