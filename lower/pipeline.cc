@@ -86,6 +86,8 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
   if (!gpu) {
     step("loop_partition", loop_partition(f.body));
     step("simplify", simplify(f.body));
+    step("specialize_partial_tiles", specialize_partial_tiles(f.body));
+    step("simplify", simplify(f.body));
   }
   step("vectorize_loops", vectorize_loops(f.body));
   if (gpu) step("inject_virtual_thread", inject_virtual_thread(f.body));

@@ -195,6 +195,24 @@ TEST_P(Primitive, IntegerAndMixedDtypes) {
   }
 }
 
+// Register tiles under a fused, parallel tile loop: where the tiles do not divide the shape,
+// specialize_partial_tiles versions the tile body (full tiles unrolled, the last one general).
+TEST_P(Primitive, FusedTilesWithCacheWriteAndPartialLastTile) {
+  Matmul mm = make_matmul(GetParam());
+  Schedule s = create_schedule({mm.C});
+  Tensor CC = s.cache_write(mm.C, "local");
+  auto st = s[mm.C];
+  auto [io, ii] = st.split(st.axis(0), 4);
+  auto [jo, ji] = st.split(st.axis(1), 8);
+  st.reorder({io, jo, ii, ji});
+  st.parallel(st.fuse(io, jo));
+  s[CC].compute_at(st, st.leaf_iter_vars()[0]);
+  s[CC].reorder({s[CC].reduce_axis(0), s[CC].axis(0), s[CC].axis(1)});
+  s[CC].unroll(s[CC].axis(0));
+  s[CC].vectorize(s[CC].axis(1));
+  EXPECT_MATCHES_REFERENCE(s, (std::vector<Tensor>{mm.A, mm.B, mm.C}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, Primitive, ::testing::ValuesIn(kShapes),
                          [](const auto& info) {
                            return fmt::format("m{}n{}k{}", info.param.m, info.param.n, info.param.k);

@@ -264,6 +264,47 @@ TEST(LoopPartition, LeavesNonlinearConditions) {
   EXPECT_EQ(count_nodes<IfThenElseNode>(r), 1);
 }
 
+// ---------------------------------------------------------------- specialize_partial_tiles
+TEST(SpecializePartialTiles, VersionsTheTileLoopOnFullTiles) {
+  Var A = buf("A"), f("f"), r("r"), j("j");
+  // Tiles of 4 over 18 positions, the tile loop fused with 5 rows: the last tile of a row is
+  // every 5th iteration, so loop_partition cannot peel it.
+  Expr x = 18 - te::floormod(f, 5) * 4;
+  Expr ext = te::min(x, Expr(4));
+  Stmt tile = loop(j, 0, ext, store(A, 1.0f, te::floordiv(f, 5) * 18 + te::floormod(f, 5) * 4 + j), ForKind::kUnrolled);
+  Stmt s = loop(f, 0, 25, loop(r, 0, 3, tile), ForKind::kParallel);
+  Stmt out = specialize_partial_tiles(s);
+  std::string text = to_string(out);
+  const auto* fl = out.as<ForNode>();
+  ASSERT_NE(fl, nullptr) << text;
+  EXPECT_EQ(fl->for_kind, ForKind::kParallel);
+  const auto* branch = fl->body.as<IfThenElseNode>();
+  ASSERT_NE(branch, nullptr) << "the version belongs right inside the tile loop: " << text;
+  // Full tiles: the unrolled loop has the constant extent 4; the rest keeps min(x, 4).
+  auto full_loops = find_nodes<ForNode>(branch->then_case);
+  ASSERT_EQ(full_loops.size(), 2u) << text;
+  EXPECT_EQ(te::as_const_int(full_loops[0]->extent), 4) << text;
+  EXPECT_EQ(count_expr_nodes(branch->then_case, te::ExprKind::Min), 0) << text;
+  EXPECT_EQ(count_expr_nodes(branch->else_case, te::ExprKind::Min), 1) << text;
+  EXPECT_NE(text.find("likely"), std::string::npos) << text;
+}
+
+TEST(SpecializePartialTiles, VersionsWhereTheExtentIsFixed) {
+  Var A = buf("A"), i("i"), r("r"), j("j");
+  // min(r + i, 4) changes with r, so the version goes inside the r loop, not the i loop.
+  Stmt tile = loop(j, 0, te::min(r + i, Expr(4)), store(A, 1.0f, i * 8 + j), ForKind::kUnrolled);
+  Stmt out = specialize_partial_tiles(loop(i, 0, 8, loop(r, 0, 3, tile)));
+  const auto* outer = out.as<ForNode>();
+  ASSERT_NE(outer, nullptr) << out;
+  const auto* inner = outer->body.as<ForNode>();
+  ASSERT_NE(inner, nullptr) << out;
+  EXPECT_NE(inner->body.as<IfThenElseNode>(), nullptr) << out;
+  EXPECT_EQ(count_nodes<IfThenElseNode>(out), 1) << out;
+  // A serial loop with a partial extent is not worth copying the body for.
+  Stmt serial = loop(i, 0, 8, loop(j, 0, te::min(10 - i, Expr(4)), store(A, 1.0f, i * 8 + j)));
+  EXPECT_EQ(count_nodes<IfThenElseNode>(specialize_partial_tiles(serial)), 0);
+}
+
 // ---------------------------------------------------------------- vectorize_loops
 TEST(Vectorize, RampLoadsAndStores) {
   Var A = buf("A"), B = buf("B"), i("i"), j("j");

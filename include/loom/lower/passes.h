@@ -29,6 +29,9 @@ Stmt storage_flatten(const Stmt& s, const std::vector<BufferArg>& args);
 /// Splits loops whose body has a boundary condition into a main part without it and
 /// edge parts with it.
 Stmt loop_partition(const Stmt& s);
+/// Versions the body of a loop that picks a tile, `if (X >= c) {…} else {…}`, where its
+/// unrolled or vectorized loops have extents min(X, c): full tiles get constant extents.
+Stmt specialize_partial_tiles(const Stmt& s);
 /// Vectorized loops → Ramp/Broadcast vector IR; scalarized when not vectorizable.
 Stmt vectorize_loops(const Stmt& s);
 /// Unrolled loops (and loops under pragma unroll_explicit) → copies of the body.
