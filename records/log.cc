@@ -1,5 +1,6 @@
 // Tuning logs on disk: the atomic appender and the tolerant reader.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,12 +13,34 @@
 
 namespace loom::records {
 
+namespace {
+
+/// An exclusive flock(2) on an open file for the lifetime of the object (best effort: a
+/// file system without flock leaves writes unlocked, as O_APPEND alone would).
+class FileLock {
+ public:
+  explicit FileLock(int fd) : fd_(fd) {
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~FileLock() { ::flock(fd_, LOCK_UN); }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
 LogWriter::LogWriter(const std::string& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) fail("cannot open tuning log '{}' for appending: {}", path, std::strerror(errno));
   // A job killed mid-write leaves a last line without its newline; end it so that our first
-  // record starts a line of its own (the reader then skips only the torn one). Whole records
-  // always end in '\n', so a live concurrent writer never makes this fire.
+  // record starts a line of its own (the reader then skips only the torn one). Writers hold
+  // an exclusive flock(2) while they append, so the size seen here is never that of a record
+  // half copied in by a live writer (Linux grows the file page by page during a write).
+  FileLock lock(fd_);
   struct stat st;
   if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return;
   int rd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -46,9 +69,10 @@ void LogWriter::write(const Record& r) {
     line = r.to_json();
   }
   line += '\n';
-  // One write(2) of the whole line: with O_APPEND on a regular file Linux writes it at the end
-  // in one piece, so concurrent writers never interleave. The loop only finishes a partial
-  // write (which loses that guarantee but not the data) or retries after a signal.
+  // One write(2) of the whole line at the end (O_APPEND), under the writers' flock: concurrent
+  // writers, threads or processes, never interleave, and a killed writer's lock goes with it.
+  // The loop only finishes a partial write or retries after a signal.
+  FileLock lock(fd_);
   const char* p = line.data();
   size_t left = line.size();
   while (left > 0) {
