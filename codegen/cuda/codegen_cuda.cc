@@ -468,7 +468,8 @@ std::string cuda_source(const std::vector<LoweredFunc>& funcs, const CudaCodegen
   for (const auto& f : funcs)
     for (const auto& k : f.device_funcs) {
       KernelPrinter p(k, opts);
-      body += "\n" + p.print();
+      body += '\n';
+      body += p.print();
       half = half || p.uses_half();
     }
   return std::string(half ? "#include <cuda_fp16.h>\n" : "") + kPrelude + body;
