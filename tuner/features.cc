@@ -202,7 +202,7 @@ class Collector : public IRVisitor {
       if (const auto* ld = x.as<te::LoadNode>()) {
         current_ = nullptr;
         Access inner{ld->buffer_var.get(), ld->dtype.lanes(), {}, 0};
-        for (int l : s->stack) inner.strides.push_back(std::nullopt);
+        inner.strides.assign(s->stack.size(), std::nullopt);
         buffer_names.emplace(inner.buffer, inner.buffer->name);
         s->accesses.push_back(std::move(inner));
         current_ = s;
