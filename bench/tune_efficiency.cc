@@ -79,6 +79,7 @@ struct Options {
   int splits = 5;
   int compile_samples = 8;
   bool svg = false;
+  double xgb_restart = tuner::SAOptions().restart_from_best;  // share of SA chains restarted from the best measured
   bool verbose = false;
   bool no_tune = false;  // only read the logs there are
   int threads = 1;        // threads a measured candidate runs with
@@ -99,6 +100,8 @@ void usage(const char* argv0) {
       "  --splits S           random 80/20 splits for the cost-model check (default 5)\n"
       "  --compile-samples K  configs per task compiled here to time compilation (default 8)\n"
       "  --svg                write DIR/<task>.svg: mean best-so-far curve per tuner\n"
+      "  --xgb-restart F      share of the XGB tuner's annealing chains restarted each batch from the\n"
+      "                       fastest measured configs (default 0.5; 0 keeps the chains where they are)\n"
       "  --no-tune            tune nothing; report the runs whose logs exist (partial ones too)\n"
       "  --threads N          threads of each measured candidate (LOOM_NUM_THREADS of the workers; default 1)\n"
       "  --verbose            the tuners' progress lines\n",
@@ -146,6 +149,9 @@ Options parse_args(int argc, char** argv) {
       o.no_tune = true;
     } else if (a == "--svg") {
       o.svg = true;
+    } else if (a == "--xgb-restart") {
+      o.xgb_restart = std::stod(value());
+      LOOM_CHECK(o.xgb_restart >= 0 && o.xgb_restart <= 1, "tune_efficiency: --xgb-restart must be in [0, 1]");
     } else if (a == "--verbose") {
       o.verbose = true;
     } else {
@@ -339,7 +345,14 @@ int main(int argc, char** argv) try {
           t.batch_size = o.batch;
           t.measure.min_repeat_ms = o.min_repeat_ms;
           t.progress = o.verbose ? &std::cerr : nullptr;
-          std::unique_ptr<tuner::Tuner> tuner = tuner::make_tuner(tn, task);
+          std::unique_ptr<tuner::Tuner> tuner;
+          if (tn == "xgb") {
+            tuner::XGBTunerOptions xo;
+            xo.explorer.restart_from_best = o.xgb_restart;
+            tuner = std::make_unique<tuner::XGBTuner>(task, xo);
+          } else {
+            tuner = tuner::make_tuner(tn, task);
+          }
           tuner::TuneSummary s = tuner->tune(t);
           std::fprintf(stderr, "[tune_efficiency] %s %s seed %d: %d trials (%d errors) in %.0f s, best %.2f GFLOP/s\n",
                        spec.name.c_str(), tn.c_str(), seed, s.trials, s.errors, s.elapsed_s, s.best_gflops());
