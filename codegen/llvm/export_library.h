@@ -48,6 +48,17 @@ void export_c_library(const std::string& c_source, const std::vector<std::string
 /// The C header documenting and declaring every function of `node`.
 std::string c_header(const LLVMModuleNode& node, const std::string& library_file);
 
+/// The pieces every generated C header shares, CPU or CUDA. The header of library
+/// `library_file` is named c_header_name(library_file) (".so" replaced by ".h", else ".h"
+/// appended); after its leading comment come c_header_begin (include guard, includes,
+/// extern "C", status codes), the functions' declarations, and c_header_end (the module-wide
+/// declarations and the closing of the header).
+std::string c_header_name(const std::string& library_file);
+std::string c_header_begin(const std::string& library_file);
+std::string c_header_end(const std::string& library_file);
+/// "DLTensor* a, DLTensor* b" for the given parameter names ("void" for none).
+std::string c_param_list(const std::vector<std::string>& params);
+
 /// A C identifier for argument `index` named `name` (which may hold dots or be a keyword),
 /// unique among `used`, which it joins.
 std::string c_param_name(const std::string& name, size_t index, std::set<std::string>* used);
