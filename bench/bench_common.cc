@@ -1,5 +1,7 @@
 #include "bench_common.h"
 
+#include <loom/tuner/tuner.h>
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -7,7 +9,10 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <iostream>
 #include <limits>
 #include <sstream>
 #include <thread>
@@ -191,6 +196,40 @@ double geomean(const std::vector<double>& xs) {
   double s = 0;
   for (double x : xs) s += std::log(x);
   return std::exp(s / double(xs.size()));
+}
+
+std::vector<records::Record> task_records(const std::string& log, const tuner::Task& task) {
+  std::vector<records::Record> out;
+  if (!std::filesystem::exists(log)) return out;
+  const std::string target = task.target().str();
+  for (records::Record& r : records::read_log(log, &std::cerr).records)
+    if (r.workload.key() == task.key() && r.target == target) out.push_back(std::move(r));
+  return out;
+}
+
+void tune_xgb(const tuner::Task& task, const std::string& log, const TuneRequest& r) {
+  const int have = int(task_records(log, task).size());
+  if (r.no_tune) {
+    std::fprintf(stderr, "[%s] %s: %d records in %s (not tuning)\n", r.tag.c_str(), r.label.c_str(), have, log.c_str());
+    return;
+  }
+  LOOM_CHECK(have == 0 || r.resume,
+             "{}: log {} already has {} records of {}; pass --resume to reuse it (or --no-tune, or remove it)", r.tag,
+             log, have, task.key());
+  const int todo = std::max(0, r.trials - have);
+  std::fprintf(stderr, "[%s] %s: %d records in the log, tuning %d more (XGB)\n", r.tag.c_str(), r.label.c_str(), have,
+               todo);
+  if (todo == 0) return;
+  tuner::TuneOptions t;
+  t.n_trial = todo;
+  t.log_file = log;
+  t.resume = have > 0;
+  t.seed = uint64_t(have);
+  t.measure = r.measure;
+  t.progress = r.verbose ? &std::cerr : nullptr;
+  tuner::TuneSummary s = tuner::XGBTuner(task).tune(t);
+  std::fprintf(stderr, "[%s] %s: %d trials (%d errors) in %.0f s, best %.1f GFLOP/s\n", r.tag.c_str(),
+               r.label.c_str(), s.trials, s.errors, s.elapsed_s, s.best_gflops());
 }
 
 }  // namespace loom::bench

@@ -2,6 +2,9 @@
 // peak test.
 #pragma once
 #include <loom/loom.h>
+#include <loom/records/record.h>
+#include <loom/tuner/measure.h>
+#include <loom/tuner/task.h>
 
 #include <functional>
 #include <string>
@@ -40,5 +43,24 @@ double fma_peak_gflops(int threads, double seconds, int bursts, std::string* isa
 std::string sanitize(const std::string& key);
 
 double geomean(const std::vector<double>& xs);
+
+/// The records of `task` (its workload on its target) in `log`; none when there is no log.
+std::vector<records::Record> task_records(const std::string& log, const tuner::Task& task);
+
+/// How a benchmark tunes one workload with the XGB tuner.
+struct TuneRequest {
+  std::string tag;    // the benchmark's name, for messages: "tuned_cpu"
+  std::string label;  // the workload, for messages
+  int trials = 0;     // records of the task the log should end up with
+  bool resume = false;   // an existing log may be continued (else it is an error)
+  bool no_tune = false;  // only report what the log has
+  bool verbose = false;  // the tuner's progress lines
+  tuner::MeasureOptions measure;
+};
+
+/// Tunes `task` until `log` holds `r.trials` records of it (never measuring a config twice),
+/// reporting on stderr; throws loom::Error when the log already has records and neither
+/// resume nor no_tune is set, so that two runs never mix by accident.
+void tune_xgb(const tuner::Task& task, const std::string& log, const TuneRequest& r);
 
 }  // namespace loom::bench

@@ -291,38 +291,17 @@ struct Case {
   ConvLayer layer{};
 };
 
-int count_task_records(const std::string& log, const tuner::Task& task) {
-  if (!fs::exists(log)) return 0;
-  int n = 0;
-  const std::string target = task.target().str();
-  for (const records::Record& r : records::read_log(log, &std::cerr).records)
-    if (r.workload.key() == task.key() && r.target == target) ++n;
-  return n;
-}
-
 void tune(const Case& c, const Options& o) {
-  const int have = count_task_records(c.log, c.task);
-  if (o.no_tune) {
-    std::fprintf(stderr, "[gpu_bench] %s: %d records in %s (not tuning)\n", c.label.c_str(), have, c.log.c_str());
-    return;
-  }
-  LOOM_CHECK(have == 0 || o.resume,
-             "gpu_bench: log {} already has {} records of {}; pass --resume to reuse it (or --no-tune, or remove it)",
-             c.log, have, c.task.key());
-  const int todo = std::max(0, c.trials - have);
-  std::fprintf(stderr, "[gpu_bench] %s: %d records in the log, tuning %d more (XGB)\n", c.label.c_str(), have, todo);
-  if (todo == 0) return;
-  tuner::TuneOptions t;
-  t.n_trial = todo;
-  t.log_file = c.log;
-  t.resume = have > 0;
-  t.seed = uint64_t(have);
-  t.measure.timeout_s = o.timeout_s;
-  t.measure.min_repeat_ms = 50;
-  t.progress = o.verbose ? &std::cerr : nullptr;
-  tuner::TuneSummary s = tuner::XGBTuner(c.task).tune(t);
-  std::fprintf(stderr, "[gpu_bench] %s: %d trials (%d errors) in %.0f s, best %.1f GFLOP/s\n", c.label.c_str(),
-               s.trials, s.errors, s.elapsed_s, s.best_gflops());
+  bench::TuneRequest r;
+  r.tag = "gpu_bench";
+  r.label = c.label;
+  r.trials = c.trials;
+  r.resume = o.resume;
+  r.no_tune = o.no_tune;
+  r.verbose = o.verbose;
+  r.measure.timeout_s = o.timeout_s;
+  r.measure.min_repeat_ms = 50;
+  bench::tune_xgb(c.task, c.log, r);
 }
 
 // ---------------------------------------------------------------- measuring
@@ -432,7 +411,7 @@ int main(int argc, char** argv) try {
     r.section = c.section;
     r.label = c.label;
     r.flop = c.task.flop();
-    r.records = count_task_records(c.log, c.task);
+    r.records = int(bench::task_records(c.log, c.task).size());
     if (auto rec = best.best(c.task.workload(), c.task.target().str())) {
       r.config = c.task.space().get(rec->config.index).str();
       std::replace(r.config.begin(), r.config.end(), '"', '\'');

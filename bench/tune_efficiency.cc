@@ -172,14 +172,6 @@ struct Run {
   std::vector<records::Record> records;
 };
 
-std::vector<records::Record> task_records(const std::string& log, const tuner::Task& task) {
-  std::vector<records::Record> out;
-  if (!fs::exists(log)) return out;
-  for (records::Record& r : records::read_log(log, &std::cerr).records)
-    if (r.workload.key() == task.key() && r.target == task.target().str()) out.push_back(std::move(r));
-  return out;
-}
-
 /// 1-based trial at which `curve` first reaches `threshold`; 0 if never.
 int trials_to(const std::vector<double>& curve, double threshold) {
   for (size_t i = 0; i < curve.size(); ++i)
@@ -334,7 +326,7 @@ int main(int argc, char** argv) try {
         run.tuner = tn;
         run.seed = seed;
         run.log = (fs::path(o.log_dir) / fmt::format("{}_{}_s{}.jsonl", spec.name, tn, seed)).string();
-        std::vector<records::Record> have = task_records(run.log, task);
+        std::vector<records::Record> have = bench::task_records(run.log, task);
         if (o.no_tune && have.empty()) continue;
         if (int(have.size()) < o.trials && !o.no_tune) {
           tuner::TuneOptions t;
@@ -356,7 +348,7 @@ int main(int argc, char** argv) try {
           tuner::TuneSummary s = tuner->tune(t);
           std::fprintf(stderr, "[tune_efficiency] %s %s seed %d: %d trials (%d errors) in %.0f s, best %.2f GFLOP/s\n",
                        spec.name.c_str(), tn.c_str(), seed, s.trials, s.errors, s.elapsed_s, s.best_gflops());
-          have = task_records(run.log, task);
+          have = bench::task_records(run.log, task);
         }
         if (int(have.size()) > o.trials) have.resize(size_t(o.trials));
         double best = 0;

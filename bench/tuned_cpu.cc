@@ -381,39 +381,17 @@ Case conv_case(const ConvLayer& l) {
 
 // ---------------------------------------------------------------- tuning
 
-int count_task_records(const std::string& log, const tuner::Task& task) {
-  if (!fs::exists(log)) return 0;
-  int n = 0;
-  const std::string target = task.target().str();
-  for (const records::Record& r : records::read_log(log, &std::cerr).records)
-    if (r.workload.key() == task.key() && r.target == target) ++n;
-  return n;
-}
-
-void tune(Case& c, const Options& o) {
-  const int have = count_task_records(c.log, c.task);
-  if (o.no_tune) {
-    std::fprintf(stderr, "[tuned_cpu] %s: %d records in %s (not tuning)\n", c.label.c_str(), have, c.log.c_str());
-    return;
-  }
-  LOOM_CHECK(have == 0 || o.resume,
-             "tuned_cpu: log {} already has {} records of {}; pass --resume to reuse it (or --no-tune, or remove it)",
-             c.log, have, c.task.key());
-  const int todo = std::max(0, c.trials - have);
-  std::fprintf(stderr, "[tuned_cpu] %s: %d records in the log, tuning %d more (XGB)\n", c.label.c_str(), have, todo);
-  if (todo == 0) return;
-  tuner::TuneOptions t;
-  t.n_trial = todo;
-  t.log_file = c.log;
-  t.resume = have > 0;
-  t.seed = uint64_t(have);
-  t.measure.min_repeat_ms = o.min_repeat_ms;
-  t.measure.timeout_s = o.timeout_s;
-  t.progress = o.verbose ? &std::cerr : nullptr;
-  tuner::XGBTuner tuner(c.task);
-  tuner::TuneSummary s = tuner.tune(t);
-  std::fprintf(stderr, "[tuned_cpu] %s: %d trials (%d errors) in %.0f s, best %.1f GFLOP/s\n", c.label.c_str(),
-               s.trials, s.errors, s.elapsed_s, s.best_gflops());
+void tune(const Case& c, const Options& o) {
+  bench::TuneRequest r;
+  r.tag = "tuned_cpu";
+  r.label = c.label;
+  r.trials = c.trials;
+  r.resume = o.resume;
+  r.no_tune = o.no_tune;
+  r.verbose = o.verbose;
+  r.measure.min_repeat_ms = o.min_repeat_ms;
+  r.measure.timeout_s = o.timeout_s;
+  bench::tune_xgb(c.task, c.log, r);
 }
 
 // ---------------------------------------------------------------- measuring
@@ -519,7 +497,7 @@ int main(int argc, char** argv) try {
       r.section = c.section;
       r.label = c.label;
       r.threads = nt;
-      r.records = count_task_records(c.log, c.task);
+      r.records = int(bench::task_records(c.log, c.task).size());
       r.flop = c.task.flop();
       r.peak_gflops = peak[nt];
       r.max_rel_err = err;
