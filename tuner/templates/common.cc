@@ -171,6 +171,21 @@ void schedule_gemm(ConfigContext& cfg, schedule::Stage out, const te::IterVar& b
   acc.vectorize(xcv);
 }
 
+void schedule_pad(ConfigContext& cfg, Schedule& s, const te::Tensor& out, const std::vector<int64_t>& values) {
+  te::Operation pad_op;
+  for (const te::Operation& op : te::post_dfs_order({out}))
+    if (op->name == "pad") pad_op = op;
+  if (!pad_op) return;
+  schedule::Stage pad = s[te::output(pad_op)];
+  if (cfg.choice("pad_inline", values)) {
+    pad.compute_inline();
+    return;
+  }
+  pad.parallel(pad.fuse(pad.axis(0), pad.axis(1)));
+  const auto& leaves = pad.leaf_iter_vars();
+  if (te::as_const_int(leaves.back()->dom.extent) == kBlock && leaves.size() >= 4) pad.vectorize(leaves.back());
+}
+
 void schedule_pack(schedule::Stage pack) {
   const auto& leaves = pack.leaf_iter_vars();
   std::vector<te::IterVar> outer(leaves.begin(), leaves.end() - 2);

@@ -22,18 +22,7 @@ std::vector<Tensor> compute(const records::Workload& w) {
   tmpl::ConvDims d = tmpl::conv_dims(w);
   Tensor data = te::placeholder({d.N, d.C, d.H, d.W}, DataType::Float(32), "data");
   Tensor kernel = te::placeholder({d.K, d.C, d.R, d.S}, DataType::Float(32), "kernel");
-  Tensor in = data;
-  if (d.pad > 0) {
-    in = te::compute(
-        {d.N, d.C, d.H + 2 * d.pad, d.W + 2 * d.pad},
-        [&](Var n, Var c, Var h, Var x) {
-          Expr inside = h >= d.pad && h < d.H + d.pad && x >= d.pad && x < d.W + d.pad;
-          Expr hh = te::min(te::max(h - d.pad, Expr(int64_t(0))), Expr(d.H - 1));
-          Expr ww = te::min(te::max(x - d.pad, Expr(int64_t(0))), Expr(d.W - 1));
-          return te::select(inside, data(n, c, hh, ww), Expr(0.0f));
-        },
-        "pad", "injective");
-  }
+  Tensor in = d.pad > 0 ? te::ops::pad(data, {0, 0, d.pad, d.pad}) : data;
   Tensor P = te::compute(
       {tmpl::ceil_div(d.K, kBlock), d.C, d.R, d.S, kBlock},
       [&](Var kb, Var c, Var r, Var s, Var v) {
@@ -76,9 +65,6 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
   cfg.split("tile_ow", OW, tow);
   std::vector<int64_t> order = cfg.reorder("reduce_order", tmpl::permutations(3));
   cfg.annotate("unroll_rx", {"unroll", "none"});
-  bool has_pad = false;
-  for (const te::Operation& op : te::post_dfs_order({out})) has_pad |= op->name == "pad";
-  int64_t pad_inline = has_pad ? cfg.choice("pad_inline", {1, 0}) : 0;
 
   Schedule s = create_schedule({out});
   Tensor CC = s.cache_write(conv, "local");
@@ -105,14 +91,7 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
 
   so.parallel(so.fuse(so.axis(0), so.axis(1)));
   tmpl::schedule_pack(s[P]);
-  if (has_pad) {
-    Tensor pad = tmpl::find_input(out, "pad");
-    if (pad_inline) {
-      s[pad].compute_inline();
-    } else {
-      s[pad].parallel(s[pad].fuse(s[pad].axis(0), s[pad].axis(1)));
-    }
-  }
+  tmpl::schedule_pad(cfg, s, out, {1, 0});
   return s;
 }
 

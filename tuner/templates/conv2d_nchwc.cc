@@ -39,18 +39,7 @@ std::vector<Tensor> compute(const records::Workload& w) {
   const int64_t CB = d.C / kBlock, KB = d.K / kBlock;
   Tensor data = te::placeholder({d.N, CB, d.H, d.W, kBlock}, DataType::Float(32), "data");
   Tensor kernel = te::placeholder({KB, CB, d.R, d.S, kBlock, kBlock}, DataType::Float(32), "kernel");
-  Tensor in = data;
-  if (d.pad > 0) {
-    in = te::compute(
-        {d.N, CB, d.H + 2 * d.pad, d.W + 2 * d.pad, kBlock},
-        [&](Var n, Var c, Var h, Var x, Var ci) {
-          Expr inside = h >= d.pad && h < d.H + d.pad && x >= d.pad && x < d.W + d.pad;
-          Expr hh = te::min(te::max(h - d.pad, Expr(int64_t(0))), Expr(d.H - 1));
-          Expr ww = te::min(te::max(x - d.pad, Expr(int64_t(0))), Expr(d.W - 1));
-          return te::select(inside, data(n, c, hh, ww, ci), Expr(0.0f));
-        },
-        "pad", "injective");
-  }
+  Tensor in = d.pad > 0 ? te::ops::pad(data, {0, 0, d.pad, d.pad, 0}) : data;
   te::IterVar rco = te::reduce_axis({0, CB}, "rco");
   te::IterVar ry = te::reduce_axis({0, d.R}, "ry");
   te::IterVar rx = te::reduce_axis({0, d.S}, "rx");
@@ -80,9 +69,6 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
   // 0: output-channel blocks outside rows (a kernel block is reused over all rows), 1: rows
   // outside channel blocks (an input row is reused over all channel blocks).
   int64_t rows_outer = cfg.choice("rows_outer", {0, 1});
-  bool has_pad = false;
-  for (const te::Operation& op : te::post_dfs_order({out})) has_pad |= op->name == "pad";
-  int64_t pad_inline = has_pad ? cfg.choice("pad_inline", {0, 1}) : 0;
 
   if (!cfg.defining() && oc * oh * ow > kMaxAccumulators)
     throw InstantiationError(fmt::format("register tile of {}x{}x{} accumulators exceeds {}", oc, oh, ow,
@@ -116,15 +102,7 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
   acc.unroll(acc.axis(3));
   acc.vectorize(acc.axis(4));
 
-  if (has_pad) {
-    schedule::Stage sp = s[tmpl::find_input(out, "pad")];
-    if (pad_inline) {
-      sp.compute_inline();
-    } else {
-      sp.parallel(sp.fuse(sp.axis(0), sp.axis(1)));
-      sp.vectorize(sp.axis(4));
-    }
-  }
+  tmpl::schedule_pad(cfg, s, out, {0, 1});
   return s;
 }
 
