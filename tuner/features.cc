@@ -28,6 +28,7 @@ struct Loop {
 struct Access {
   const te::VarNode* buffer;
   int lanes;  // elements touched per execution
+  int bytes;  // bytes of one element
   /// Stride of the index w.r.t. each enclosing loop (same order as the store's stack);
   /// nullopt where the index is not affine in that loop's variable.
   std::vector<std::optional<int64_t>> strides;
@@ -92,7 +93,7 @@ class Collector : public IRVisitor {
     s.stack = stack_;
     s.lanes = op->value.dtype().lanes();
     current_ = &s;
-    add_access(op->buffer_var.get(), op->index);
+    add_access(op->buffer_var.get(), op->index, op->value.dtype().bytes());
     visit(op->value);
     current_ = nullptr;
     stores.push_back(std::move(s));
@@ -100,7 +101,7 @@ class Collector : public IRVisitor {
 
   // Expressions inside a store's value: count operations, record loads.
   void visit_(const te::LoadNode* op) override {
-    if (current_) add_access(op->buffer_var.get(), op->index);
+    if (current_) add_access(op->buffer_var.get(), op->index, op->dtype.bytes());
   }
   void visit_(const te::AddNode* op) override { count(kAdd, op); te::ExprVisitor::visit_(op); }
   void visit_(const te::SubNode* op) override { count(kAdd, op); te::ExprVisitor::visit_(op); }
@@ -186,10 +187,11 @@ class Collector : public IRVisitor {
     return uses(e, v) ? std::nullopt : std::optional<int64_t>(0);
   }
 
-  void add_access(const te::VarNode* buf, const Expr& index) {
+  void add_access(const te::VarNode* buf, const Expr& index, int bytes) {
     Access a;
     a.buffer = buf;
     a.lanes = index.dtype().lanes();
+    a.bytes = bytes;
     for (int l : current_->stack) a.strides.push_back(coef(index, loops[size_t(l)].var));
     if (const auto* r = index.as<te::RampNode>()) a.lane_stride = te::as_const_int(r->stride);
     else a.lane_stride = 0;
@@ -201,7 +203,7 @@ class Collector : public IRVisitor {
     te::post_order_visit(index, [&](const Expr& x) {
       if (const auto* ld = x.as<te::LoadNode>()) {
         current_ = nullptr;
-        Access inner{ld->buffer_var.get(), ld->dtype.lanes(), {}, 0};
+        Access inner{ld->buffer_var.get(), ld->dtype.lanes(), ld->dtype.bytes(), {}, 0};
         inner.strides.assign(s->stack.size(), std::nullopt);
         buffer_names.emplace(inner.buffer, inner.buffer->name);
         s->accesses.push_back(std::move(inner));
@@ -222,14 +224,26 @@ struct Level {
   ForKind kind;
 };
 
-void knob_features(const ConfigEntity& e, float* out) {
-  records::ConfigRecord r = e.to_record();
+void put_knob_features(const ConfigEntity& e, float* out) {
   int k = 0;
-  for (const auto& [name, values] : r.knobs) {
-    for (int64_t v : values) {
-      if (k >= fl::kMaxKnobFeatures) return;
-      out[k++] = float(v > 0 ? std::log2(double(v)) + 1.0 : (v == 0 ? 0.0 : -1.0));
+  auto put = [&](double v) {
+    if (k < fl::kMaxKnobFeatures) out[k++] = float(v);
+  };
+  const auto& knobs = e.space()->knobs();
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    const Knob& knob = knobs[i];
+    const std::vector<int64_t>& value = knob.values[size_t(e.choices()[i])];
+    if (knob.kind != KnobKind::kSplit) {
+      for (int64_t v : value) put(v > 0 ? std::log2(double(v)) + 1.0 : 0.0);
+      continue;
     }
+    // The outer part's real extent instead of -1, then how much the split pads the extent
+    // (0 when the parts divide it; tails are where odd shapes lose their speed).
+    int64_t inner = 1;
+    for (int64_t v : value) inner *= v > 0 ? v : 1;
+    const int64_t outer = (knob.extent + inner - 1) / inner;
+    for (int64_t v : value) put(std::log2(double(v > 0 ? v : outer)) + 1.0);
+    put(double(outer * inner - knob.extent) / double(std::max<int64_t>(knob.extent, 1)));
   }
 }
 
@@ -276,7 +290,7 @@ std::vector<float> extract_features(const lowering::LoweredFunc& f, const Config
     if (hot->lanes > 1) chain.push_back(Level{-1, double(hot->lanes), ForKind::kVectorized});
     size_t first = chain.size() > size_t(fl::kMaxLoops) ? chain.size() - size_t(fl::kMaxLoops) : 0;
     for (size_t p = first; p < chain.size(); ++p) {
-      float* lv = out.data() + (p - first) * fl::kPerLoop;
+      float* lv = out.data() + (p - first + (size_t(fl::kMaxLoops) - (chain.size() - first))) * fl::kPerLoop;
       const Level& L = chain[p];
       double top = 1, bottom = 1;
       for (size_t q = 0; q <= p; ++q) top *= chain[q].extent;
@@ -290,7 +304,7 @@ std::vector<float> extract_features(const lowering::LoweredFunc& f, const Config
       // Work per entry of this level, over every store inside it.
       OpCounts ops{};
       struct BufAcc {
-        double touches = 0, best_touch = -1, footprint = 1;
+        double touches = 0, best_touch = -1, footprint = 1, bytes = 0;
         std::optional<int64_t> stride = 0;
       };
       std::map<const te::VarNode*, BufAcc> acc;
@@ -320,8 +334,12 @@ std::vector<float> extract_features(const lowering::LoweredFunc& f, const Config
           }
           if (touches > b.best_touch) b.best_touch = touches, b.stride = stride;
           b.footprint = std::max(b.footprint, foot);
+          b.bytes = std::max(b.bytes, foot * a.bytes);
         }
       }
+      double working_set = 0;
+      for (const auto& [buf, b] : acc) working_set += b.bytes;
+      lv[fl::kWorkingSet] = float(log1p2(working_set));
       for (int k = 0; k < fl::kOpKinds; ++k) lv[fl::kOps + k] = float(log1p2(ops[size_t(k)]));
       for (size_t bi = 0; bi < buffers.size(); ++bi) {
         auto it = acc.find(buffers[bi]);
@@ -331,6 +349,7 @@ std::vector<float> extract_features(const lowering::LoweredFunc& f, const Config
         bv[0] = b.stride ? float(log1p2(double(std::llabs(*b.stride)))) : -1.0f;
         bv[1] = float(log1p2(b.touches));
         bv[2] = float(log1p2(b.touches / b.footprint));
+        bv[3] = float(log1p2(b.bytes));
       }
     }
   }
@@ -344,7 +363,7 @@ std::vector<float> extract_features(const lowering::LoweredFunc& f, const Config
   g[fl::kOpKinds] = float(log1p2(double(c.loops.size())));
   g[fl::kOpKinds + 1] = float(log1p2(double(c.stores.size())));
   g[fl::kOpKinds + 2] = float(log1p2(c.alloc_bytes));
-  if (e) knob_features(*e, out.data() + fl::kKnobs);
+  if (e) put_knob_features(*e, out.data() + fl::kKnobs);
   return out;
 }
 
@@ -355,6 +374,35 @@ std::vector<float> extract_features(const Task& task, const ConfigEntity& e) {
   opts.skip_packed_api = true;
   lowering::LoweredFunc f = lowering::lower(inst.schedule, inst.args, "features", opts);
   return extract_features(f, &e);
+}
+
+FeatureSet parse_feature_set(const std::string& name) {
+  if (name == "itervar+knob") return FeatureSet::kItervarKnob;
+  if (name == "itervar") return FeatureSet::kItervar;
+  if (name == "knob") return FeatureSet::kKnob;
+  fail("unknown feature set '{}' (expected itervar+knob, itervar or knob)", name);
+}
+
+std::string to_string(FeatureSet set) {
+  switch (set) {
+    case FeatureSet::kItervarKnob: return "itervar+knob";
+    case FeatureSet::kItervar: return "itervar";
+    case FeatureSet::kKnob: return "knob";
+  }
+  return "?";
+}
+
+std::vector<float> knob_features(const ConfigEntity& e) {
+  std::vector<float> out(size_t(fl::kMaxKnobFeatures), 0.0f);
+  put_knob_features(e, out.data());
+  return out;
+}
+
+std::vector<float> extract_features(const Task& task, const ConfigEntity& e, FeatureSet set) {
+  if (set == FeatureSet::kKnob) return knob_features(e);
+  std::vector<float> f = extract_features(task, e);
+  if (set == FeatureSet::kItervar) std::fill(f.begin() + fl::kKnobs, f.end(), 0.0f);
+  return f;
 }
 
 }  // namespace loom::tuner

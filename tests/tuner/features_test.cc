@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "loom/lower/stmt.h"
@@ -13,7 +14,8 @@ using namespace loom::lowering;  // NOLINT
 namespace fl = features;
 
 float lg(double x) { return float(std::log2(1.0 + x)); }
-const float* level(const std::vector<float>& f, int l) { return f.data() + l * fl::kPerLoop; }
+// Levels are right-aligned: in these two-level nests, level 0 (outermost) is slot kMaxLoops - 2.
+const float* level(const std::vector<float>& f, int l) { return f.data() + (fl::kMaxLoops - 2 + l) * fl::kPerLoop; }
 const float* buffer(const std::vector<float>& f, int l, int b) {
   return level(f, l) + fl::kBuffers + b * fl::kPerBuffer;
 }
@@ -57,7 +59,8 @@ TEST(Features, TwoLevelNest) {
   EXPECT_FLOAT_EQ(l1[fl::kTopDown], 9);
   EXPECT_FLOAT_EQ(l1[fl::kBottomUp], 5);
   EXPECT_FLOAT_EQ(l1[fl::kOps + 0], lg(32));
-  EXPECT_FLOAT_EQ(level(f, 2)[fl::kExtent], 0);  // padding
+  for (int slot = 0; slot < fl::kMaxLoops - 2; ++slot)  // unused outer slots
+    EXPECT_FLOAT_EQ(f[size_t(slot * fl::kPerLoop + fl::kExtent)], 0);
 
   // Buffers A, B, C (equal touches, by name). Outer loop: A stride 32, no reuse; B stride 0,
   // reused 16 times.
@@ -73,6 +76,13 @@ TEST(Features, TwoLevelNest) {
   EXPECT_FLOAT_EQ(buffer(f, 1, 1)[0], lg(1));
   EXPECT_FLOAT_EQ(buffer(f, 1, 1)[1], lg(32));
   EXPECT_FLOAT_EQ(buffer(f, 1, 1)[2], lg(1));
+  // Distinct bytes per entry: the outer loop touches all of A and C (512 floats each) and
+  // B's 32; one row (inner loop) touches 32 floats of each.
+  EXPECT_FLOAT_EQ(buffer(f, 0, 0)[3], lg(512 * 4));
+  EXPECT_FLOAT_EQ(buffer(f, 0, 1)[3], lg(32 * 4));
+  EXPECT_FLOAT_EQ(buffer(f, 1, 1)[3], lg(32 * 4));
+  EXPECT_FLOAT_EQ(l0[fl::kWorkingSet], lg((512 + 32 + 512) * 4));
+  EXPECT_FLOAT_EQ(l1[fl::kWorkingSet], lg(3 * 32 * 4));
 
   const float* g = f.data() + fl::kGlobal;
   EXPECT_FLOAT_EQ(g[0], lg(512));
@@ -125,6 +135,46 @@ TEST(Features, OfTaskConfigs) {
     }
   }
   EXPECT_GT(differing, 0);
+}
+
+TEST(Features, KnobPartNamesTheRestAndThePadding) {
+  ConfigSpace space;
+  SplitOptions three;
+  three.policy = SplitOptions::kCandidates;
+  three.num_outputs = 3;
+  three.candidates = {{-1, 4, 8}, {-1, 5, 10}};
+  space.define_split("tile", 100, three);
+  space.define_choice("order", {0, 3});
+  // tile = [-1, 4, 8]: the rest is ceil(100 / 32) = 4, the parts cover 128 (28% padding).
+  std::vector<float> k = knob_features(space.get(space.index_of({0, 1})));
+  ASSERT_EQ(k.size(), size_t(fl::kMaxKnobFeatures));
+  EXPECT_FLOAT_EQ(k[0], 3);  // 1 + log2(4)
+  EXPECT_FLOAT_EQ(k[1], 3);
+  EXPECT_FLOAT_EQ(k[2], 4);
+  EXPECT_FLOAT_EQ(k[3], 0.28f);
+  EXPECT_FLOAT_EQ(k[4], 1 + std::log2(3.0f));  // the choice's value
+  EXPECT_FLOAT_EQ(k[5], 0);
+  // tile = [-1, 5, 10]: 2 * 50 = 100 exactly.
+  k = knob_features(space.get(space.index_of({1, 0})));
+  EXPECT_FLOAT_EQ(k[0], 2);
+  EXPECT_FLOAT_EQ(k[3], 0);
+  EXPECT_FLOAT_EQ(k[4], 0);
+}
+
+TEST(Features, FeatureSets) {
+  Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
+  ConfigEntity e = task.space().get(task.default_index());
+  std::vector<float> all = extract_features(task, e);
+  EXPECT_EQ(extract_features(task, e, FeatureSet::kItervarKnob), all);
+  std::vector<float> loops = extract_features(task, e, FeatureSet::kItervar);
+  ASSERT_EQ(loops.size(), all.size());
+  EXPECT_TRUE(std::equal(all.begin(), all.begin() + fl::kKnobs, loops.begin()));
+  EXPECT_TRUE(std::all_of(loops.begin() + fl::kKnobs, loops.end(), [](float v) { return v == 0; }));
+  std::vector<float> knobs = extract_features(task, e, FeatureSet::kKnob);
+  EXPECT_TRUE(std::equal(knobs.begin(), knobs.end(), all.begin() + fl::kKnobs));
+  for (FeatureSet s : {FeatureSet::kItervarKnob, FeatureSet::kItervar, FeatureSet::kKnob})
+    EXPECT_EQ(parse_feature_set(to_string(s)), s);
+  EXPECT_THROW(parse_feature_set("curve"), Error);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Features of a candidate for the cost model, read from its lowered loop IR (AutoTVM's
 // "itervar" style) plus the config's knob values.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "loom/lower/lower.h"
@@ -12,33 +13,54 @@ namespace loom::tuner {
 ///
 /// Loop part: the loops enclosing the hottest store (the one executed most often; its
 /// vector lanes count as an innermost "vectorized" level), outermost first, at most
-/// kMaxLoops of them (the innermost ones when the nest is deeper). Per level:
+/// kMaxLoops of them (the innermost ones when the nest is deeper), right-aligned: the
+/// innermost level fills the last slot, so a slot holds the same depth counted from the
+/// inside whatever the nest's depth (unit-extent loops vanish in lowering, so configs of one
+/// template differ in depth). Per level:
 ///   [0] extent  [1] nesting depth (0 = outermost kept)  [2] top-down product of extents
 ///   [3] bottom-up product  [4..8] one-hot kind: serial, parallel, vectorized, unrolled,
 ///   thread-bound  [9..13] operations executed per entry of the loop, weighted by trip
-///   counts: add/sub, mul, div/mod, compare/select/min/max, math calls
-///   [14..] per buffer slot (kMaxBuffers, buffers sorted by total touch count, then name):
+///   counts: add/sub, mul, div/mod, compare/select/min/max, math calls  [14] working set:
+///   distinct bytes of all buffers touched in one entry of the loop (what must stay in
+///   cache for the loop's reuse to pay)
+///   [15..] per buffer slot (kMaxBuffers, buffers sorted by total touch count, then name):
 ///   |stride| w.r.t. this loop's variable (-1 when not affine), touches per entry, reuse
-///   ratio (touches / distinct elements).
+///   ratio (touches / distinct elements), distinct bytes per entry.
 /// Then kGlobalFeatures: total add, mul, div, compare, math ops; number of loops; number of
-/// stores; bytes of local allocations. Then up to kMaxKnobFeatures knob values (knobs by name,
-/// each value's integers in order: 1 + log2(v) when positive, 0 for 0, -1 for a split's
-/// "rest"). Unused slots are 0.
+/// stores; bytes of local allocations. Then up to kMaxKnobFeatures knob values, knobs in
+/// definition order, each value's integers as 1 + log2(v) (0 for 0); a split's "rest" part
+/// enters as its real extent and is followed by the split's padding (parts' product over the
+/// extent, minus 1). Unused slots are 0.
 namespace features {
 inline constexpr int kMaxLoops = 8;
 inline constexpr int kMaxBuffers = 5;
-inline constexpr int kPerBuffer = 3;
+inline constexpr int kPerBuffer = 4;
 inline constexpr int kOpKinds = 5;
-inline constexpr int kPerLoop = 4 + 5 + kOpKinds + kMaxBuffers * kPerBuffer;
+inline constexpr int kPerLoop = 4 + 5 + kOpKinds + 1 + kMaxBuffers * kPerBuffer;
 inline constexpr int kGlobalFeatures = kOpKinds + 3;
 inline constexpr int kMaxKnobFeatures = 24;
 inline constexpr int kLength = kMaxLoops * kPerLoop + kGlobalFeatures + kMaxKnobFeatures;
 /// Offsets within one loop level.
-inline constexpr int kExtent = 0, kDepth = 1, kTopDown = 2, kBottomUp = 3, kKind = 4, kOps = 9, kBuffers = 14;
+inline constexpr int kExtent = 0, kDepth = 1, kTopDown = 2, kBottomUp = 3, kKind = 4, kOps = 9;
+inline constexpr int kWorkingSet = 14, kBuffers = 15;
 /// Offsets of the global and knob parts.
 inline constexpr int kGlobal = kMaxLoops * kPerLoop;
 inline constexpr int kKnobs = kGlobal + kGlobalFeatures;
 }  // namespace features
+
+/// Which features the cost model sees.
+enum class FeatureSet {
+  kItervarKnob,  // the loop IR's and the knob values (features::kLength values)
+  kItervar,      // the loop IR's only (knob slots left 0)
+  kKnob,         // the knob values only (features::kMaxKnobFeatures values): no lowering, so
+                 // cheap enough to score whole spaces; cannot tell which configs fail to build
+};
+/// "itervar+knob", "itervar" or "knob"; loom::Error naming the choices otherwise.
+FeatureSet parse_feature_set(const std::string& name);
+std::string to_string(FeatureSet set);
+
+/// The knob part alone (features::kMaxKnobFeatures values).
+std::vector<float> knob_features(const ConfigEntity& e);
 
 /// The fixed-length (features::kLength) feature vector of a lowered function (lowered with
 /// skip_packed_api) and, if given, of the config that produced it. Deterministic.
@@ -47,5 +69,7 @@ std::vector<float> extract_features(const lowering::LoweredFunc& f, const Config
 /// Instantiates config `e` of `task`, lowers it and extracts its features. Throws
 /// InstantiationError (or loom::Error from lowering) for a config that cannot be built.
 std::vector<float> extract_features(const Task& task, const ConfigEntity& e);
+/// The features of `set` of config `e`; for kKnob the config is not instantiated (nothing thrown).
+std::vector<float> extract_features(const Task& task, const ConfigEntity& e, FeatureSet set);
 
 }  // namespace loom::tuner
