@@ -80,6 +80,7 @@ struct Options {
   int compile_samples = 8;
   bool svg = false;
   double xgb_restart = tuner::SAOptions().restart_from_best;  // share of SA chains restarted from the best measured
+  std::string features = tuner::to_string(tuner::XGBTunerOptions().features);
   bool verbose = false;
   bool no_tune = false;  // only read the logs there are
   int threads = 1;        // threads a measured candidate runs with
@@ -102,6 +103,7 @@ void usage(const char* argv0) {
       "  --svg                write DIR/<task>.svg: mean best-so-far curve per tuner\n"
       "  --xgb-restart F      share of the XGB tuner's annealing chains restarted each batch from the\n"
       "                       fastest measured configs (default 0.5; 0 keeps the chains where they are)\n"
+      "  --features SET       the XGB tuner's features: itervar+knob, itervar or knob (default itervar+knob)\n"
       "  --no-tune            tune nothing; report the runs whose logs exist (partial ones too)\n"
       "  --threads N          threads of each measured candidate (LOOM_NUM_THREADS of the workers; default 1)\n"
       "  --verbose            the tuners' progress lines\n",
@@ -152,6 +154,9 @@ Options parse_args(int argc, char** argv) {
     } else if (a == "--xgb-restart") {
       o.xgb_restart = std::stod(value());
       LOOM_CHECK(o.xgb_restart >= 0 && o.xgb_restart <= 1, "tune_efficiency: --xgb-restart must be in [0, 1]");
+    } else if (a == "--features") {
+      o.features = value();
+      tuner::parse_feature_set(o.features);
     } else if (a == "--verbose") {
       o.verbose = true;
     } else {
@@ -193,7 +198,8 @@ struct ModelQuality {
 /// XGBoost cost model fit on a random 80% of the distinct measured configs, scored on the
 /// rest; averaged over `splits` random splits. Only valid configs enter the ranking metrics
 /// (failures do enter training, as the tuner gives them to the model).
-ModelQuality model_quality(const tuner::Task& task, const std::vector<records::Record>& recs, int splits) {
+ModelQuality model_quality(const tuner::Task& task, const std::vector<records::Record>& recs, int splits,
+                           tuner::FeatureSet set) {
   std::map<int64_t, double> cost;  // config index -> lowest mean cost (inf for failures)
   for (const records::Record& r : recs) {
     double c = r.valid() ? r.result.mean_cost() : INFINITY;
@@ -204,7 +210,7 @@ ModelQuality model_quality(const tuner::Task& task, const std::vector<records::R
   std::vector<double> ys;
   for (const auto& [index, c] : cost) {
     try {
-      xs.push_back(tuner::extract_features(task, task.space().get(index)));
+      xs.push_back(tuner::extract_features(task, task.space().get(index), set));
       ys.push_back(c);
     } catch (const std::exception&) {
     }
@@ -341,6 +347,7 @@ int main(int argc, char** argv) try {
           if (tn == "xgb") {
             tuner::XGBTunerOptions xo;
             xo.explorer.restart_from_best = o.xgb_restart;
+            xo.features = tuner::parse_feature_set(o.features);
             tuner = std::make_unique<tuner::XGBTuner>(task, xo);
           } else {
             tuner = tuner::make_tuner(tn, task);
@@ -390,7 +397,7 @@ int main(int argc, char** argv) try {
     }
     tr.median_all_cost = median(all_cost);
     tr.per_minute = median(per_minute);
-    tr.quality = model_quality(task, pooled, o.splits);
+    tr.quality = model_quality(task, pooled, o.splits, tuner::parse_feature_set(o.features));
     tr.compile_s = compile_seconds(task, o.compile_samples);
     if (o.svg) {
       std::ofstream svg(fs::path(o.log_dir) / (spec.name + ".svg"));

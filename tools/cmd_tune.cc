@@ -29,7 +29,16 @@ int run(const Args& a) {
   if (!opt.transfer_from.empty() && name != "xgb")
     a.usage_error("--transfer-from needs --tuner xgb (only the cost model learns from other logs)");
 
-  std::unique_ptr<tuner::Tuner> t = tuner::make_tuner(name, task);
+  const std::string features = a.choice("--features", "itervar+knob", {"itervar+knob", "itervar", "knob"});
+  if (a.has("--features") && name != "xgb") a.usage_error("--features needs --tuner xgb (the cost model's features)");
+  std::unique_ptr<tuner::Tuner> t;
+  if (name == "xgb") {
+    tuner::XGBTunerOptions xo;
+    xo.features = tuner::parse_feature_set(features);
+    t = std::make_unique<tuner::XGBTuner>(task, xo);
+  } else {
+    t = tuner::make_tuner(name, task);
+  }
   tuner::TuneSummary s = t->tune(opt);
 
   std::string errors;
@@ -72,6 +81,9 @@ Command tune_command() {
       {"--trials", "N", "trials to measure (default: 200; fewer when the space is smaller)"},
       {"--tuner", "NAME", "xgb (cost model + simulated annealing), random, grid or ga (default: xgb)"},
       {"--resume", "", "skip configs already in --log and learn from them first"},
+      {"--features", "SET",
+       "what the xgb model sees: itervar+knob, itervar or knob (knob values only: no lowering; "
+       "spaces up to 65536 configs ranked whole) (default: itervar+knob)"},
       {"--transfer-from", "FILE", "seed the xgb cost model with another log's records", true},
       {"--timeout", "S", "seconds allowed to build, and to run, one candidate (default: 10)"},
       {"--jobs", "N", "candidates built in parallel (default: 0, one per core)"},

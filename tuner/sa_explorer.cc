@@ -87,23 +87,6 @@ std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, cons
   n_random = std::min(n_random, batch_size);
   int n_model = batch_size - n_random;
 
-  if (int(chains_.size()) != opt_.n_chains) {
-    chains_.clear();
-    for (int i = 0; i < opt_.n_chains; ++i) chains_.push_back(random_config());
-  }
-  std::vector<double> scores = score(chains_);
-  LOOM_ICHECK(scores.size() == chains_.size());
-  const size_t n_restart =
-      std::min(starts.size(), size_t(std::floor(opt_.restart_from_best * double(chains_.size()))));
-  if (n_restart > 0) {
-    std::vector<size_t> worst(chains_.size());
-    for (size_t i = 0; i < worst.size(); ++i) worst[i] = i;
-    std::sort(worst.begin(), worst.end(), [&](size_t a, size_t b) { return scores[a] < scores[b]; });
-    std::vector<int64_t> from(starts.begin(), starts.begin() + std::ptrdiff_t(n_restart));
-    std::vector<double> from_scores = score(from);
-    for (size_t r = 0; r < n_restart; ++r) chains_[worst[r]] = from[r], scores[worst[r]] = from_scores[r];
-  }
-
   // The best unvisited configs seen, kept at a few times the batch size for de-duplication.
   size_t keep = size_t(std::max(1, n_model)) * 3;
   std::map<int64_t, double> best;  // index -> score
@@ -121,6 +104,37 @@ std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, cons
     best[idx] = s;
     return true;
   };
+
+  if (n_model > 0 && space_.size() <= opt_.exhaustive_up_to) {
+    constexpr int64_t kChunk = 4096;
+    for (int64_t from = 0; from < space_.size(); from += kChunk) {
+      std::vector<int64_t> idx;
+      for (int64_t i = from; i < std::min(space_.size(), from + kChunk); ++i)
+        if (!visited(i)) idx.push_back(i);
+      std::vector<double> s = score(idx);
+      LOOM_ICHECK(s.size() == idx.size());
+      for (size_t k = 0; k < idx.size(); ++k) offer(idx[k], s[k]);
+    }
+    return select(best, n_model, batch_size, visited);
+  }
+
+  if (int(chains_.size()) != opt_.n_chains) {
+    chains_.clear();
+    for (int i = 0; i < opt_.n_chains; ++i) chains_.push_back(random_config());
+  }
+  std::vector<double> scores = score(chains_);
+  LOOM_ICHECK(scores.size() == chains_.size());
+  const size_t n_restart =
+      std::min(starts.size(), size_t(std::floor(opt_.restart_from_best * double(chains_.size()))));
+  if (n_restart > 0) {
+    std::vector<size_t> worst(chains_.size());
+    for (size_t i = 0; i < worst.size(); ++i) worst[i] = i;
+    std::sort(worst.begin(), worst.end(), [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+    std::vector<int64_t> from(starts.begin(), starts.begin() + std::ptrdiff_t(n_restart));
+    std::vector<double> from_scores = score(from);
+    for (size_t r = 0; r < n_restart; ++r) chains_[worst[r]] = from[r], scores[worst[r]] = from_scores[r];
+  }
+
   for (size_t i = 0; i < chains_.size(); ++i) offer(chains_[i], scores[i]);
 
   // Temperature in units of the score spread of the current chains.
@@ -152,6 +166,11 @@ std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, cons
     }
   }
 
+  return select(best, n_model, batch_size, visited);
+}
+
+std::vector<int64_t> SimulatedAnnealingExplorer::select(const std::map<int64_t, double>& best, int n_model,
+                                                        int batch_size, const VisitedFn& visited) {
   // Best first; skip near-duplicates of what is already chosen, then fill from the skipped.
   std::vector<std::pair<int64_t, double>> ranked(best.begin(), best.end());
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {

@@ -133,7 +133,7 @@ std::vector<double> XGBCostModel::predict(const std::vector<std::vector<float>>&
   return out;
 }
 
-int XGBCostModel::load_history(const Task& task, const std::vector<records::Record>& recs) {
+int XGBCostModel::load_history(const Task& task, const std::vector<records::Record>& recs, FeatureSet set) {
   // Group by workload; each group's targets are normalized by its own best.
   std::map<std::string, std::vector<const records::Record*>> by_workload;
   Target target = task.target();
@@ -153,7 +153,7 @@ int XGBCostModel::load_history(const Task& task, const std::vector<records::Reco
     for (const records::Record* r : group) {
       try {
         ConfigEntity e = task.space().from_record(r->config);
-        xs.push_back(extract_features(task, e));
+        xs.push_back(extract_features(task, e, set));
         costs.push_back(r->valid() ? r->result.mean_cost() : INFINITY);
       } catch (const std::exception&) {
         continue;  // does not fit (or cannot be built on) this task

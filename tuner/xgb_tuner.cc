@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_set>
 
 #include "loom/tuner/features.h"
 #include "loom/tuner/tuner.h"
@@ -15,11 +16,14 @@ void XGBTuner::reset(const TuneOptions& opt) {
   XGBOptions mopt = xopt_.model;
   mopt.seed = opt.seed;
   model_ = std::make_unique<XGBCostModel>(mopt);
-  explorer_ = std::make_unique<SimulatedAnnealingExplorer>(task_.space(), xopt_.explorer, opt.seed);
+  SAOptions sa = xopt_.explorer;
+  if (xopt_.features == FeatureSet::kKnob) sa.exhaustive_up_to = std::max(sa.exhaustive_up_to, xopt_.knob_exhaustive_up_to);
+  explorer_ = std::make_unique<SimulatedAnnealingExplorer>(task_.space(), sa, opt.seed);
   feature_cache_.clear();
+  buildable_.clear();
   for (const std::string& path : opt.transfer_from) {
     records::LogContents log = records::read_log(path, opt.progress);
-    int used = model_->load_history(task_, log.records);
+    int used = model_->load_history(task_, log.records, xopt_.features);
     if (opt.progress)
       *opt.progress << fmt::format("[{}] {}: transfer learning from {} records of {}\n", name(), task_.key(), used,
                                    path);
@@ -31,11 +35,26 @@ const std::vector<float>& XGBTuner::features(int64_t index) {
   if (it != feature_cache_.end()) return it->second;
   std::vector<float> f;
   try {
-    f = extract_features(task_, task_.space().get(index));
+    f = extract_features(task_, task_.space().get(index), xopt_.features);
   } catch (const Error&) {
     f.clear();  // cannot be instantiated or lowered
   }
   return feature_cache_.emplace(index, std::move(f)).first->second;
+}
+
+bool XGBTuner::buildable(int64_t index) {
+  if (features(index).empty()) return false;
+  if (xopt_.features != FeatureSet::kKnob) return true;  // extracting them instantiated it
+  auto [it, fresh] = buildable_.emplace(index, true);
+  if (fresh) {
+    try {
+      task_.instantiate(index);
+    } catch (const Error&) {
+      it->second = false;
+      feature_cache_[index].clear();  // scored -inf from now on
+    }
+  }
+  return it->second;
 }
 
 std::vector<double> XGBTuner::score(const std::vector<int64_t>& indices) {
@@ -66,16 +85,27 @@ void XGBTuner::update(const std::vector<int64_t>&, const std::vector<records::Me
 }
 
 std::vector<int64_t> XGBTuner::next_batch(int n) {
-  auto measured = [&](int64_t i) { return is_measured(i); };
+  std::unordered_set<int64_t> rejected;
+  auto measured = [&](int64_t i) { return is_measured(i) || rejected.count(i) != 0; };
   if (!model_->trained()) return explorer_->random_unvisited(n, measured, {});
-  // The fastest measured configs seed half of the annealing chains.
+  // The fastest measured configs seed some of the annealing chains.
   std::vector<std::pair<double, int64_t>> by_cost;
   for (const auto& [idx, cost] : history())
     if (std::isfinite(cost)) by_cost.emplace_back(cost, idx);
   std::sort(by_cost.begin(), by_cost.end());
   std::vector<int64_t> starts;
   for (size_t i = 0; i < by_cost.size() && i < size_t(xopt_.explorer.n_chains); ++i) starts.push_back(by_cost[i].second);
-  return explorer_->next_batch(n, [&](const std::vector<int64_t>& idx) { return score(idx); }, measured, starts);
+  auto score_fn = [&](const std::vector<int64_t>& idx) { return score(idx); };
+  // Knob features cannot see that the template rejects a config: such proposals are dropped
+  // (and scored -inf from then on) and the explorer asked again, a few times at most.
+  std::vector<int64_t> out;
+  for (int round = 0; round < 4 && int(out.size()) < n; ++round) {
+    for (int64_t i : explorer_->next_batch(n - int(out.size()), score_fn, measured, starts)) {
+      if (buildable(i)) out.push_back(i);
+      rejected.insert(i);
+    }
+  }
+  return out;
 }
 
 }  // namespace loom::tuner

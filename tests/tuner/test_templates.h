@@ -18,7 +18,8 @@ inline std::vector<te::Tensor> vec_compute(int64_t n, const std::function<te::Ex
 /// "test_faulty": C = 2A on n elements with a "mode" knob: 0 fine, 1 the schedule function
 /// never returns (build timeout), 2 it aborts (the worker dies while building), 3 it
 /// changes the computation slightly (wrong answer), 4 the template
-/// rejects the config (instantiation error); a "split" knob tiles the loop.
+/// rejects the config (instantiation error); a "split" knob tiles the loop. "test_picky":
+/// C = 2A whose template rejects half of its configs.
 inline void register_test_templates() {
   tuner::Template faulty;
   faulty.name = "test_faulty";
@@ -82,6 +83,25 @@ inline void register_test_templates() {
     return create_schedule({args[1]});
   };
   tuner::register_template(hang);
+
+  // C = 2A, split by a "split" knob; the template rejects every odd value of its "parity" knob.
+  tuner::Template picky;
+  picky.name = "test_picky";
+  picky.shape_doc = "N";
+  picky.flop = [](const records::Workload& w) { return double(w.shape[0]); };
+  picky.compute = [](const records::Workload& w) {
+    return vec_compute(w.shape[0], [](te::Tensor A, te::Var i) { return A(i) * 2.0f; });
+  };
+  picky.schedule = [](tuner::ConfigContext& cfg, const std::vector<te::Tensor>& args, const Target&) {
+    int64_t parity = cfg.choice("parity", {0, 1, 2, 3, 4, 5, 6, 7});
+    te::Tensor C = args[1];
+    cfg.split("split", *te::as_const_int(C.shape()[0]), {});
+    if (!cfg.defining() && parity % 2) throw tuner::InstantiationError("odd parity is rejected");
+    Schedule s = create_schedule({C});
+    cfg.apply_split("split", s[C], s[C].axis(0));
+    return s;
+  };
+  tuner::register_template(picky);
 }
 
 }  // namespace loom::test

@@ -170,6 +170,32 @@ TEST_F(TunerTest, ErrorsAreLoggedAndCounted) {
   EXPECT_EQ(again.tune(o).trials, 0);
 }
 
+TEST_F(TunerTest, XGBNeverProposesAConfigTheTemplateRejectsOnceTrained) {
+  Task task = Task::create("test_picky", {64}, Target("llvm"));
+  for (FeatureSet set : {FeatureSet::kKnob, FeatureSet::kItervarKnob}) {
+    SCOPED_TRACE(to_string(set));
+    std::string log = log_path("picky_" + to_string(set) + ".jsonl");
+    TuneOptions o = fast_options(log, 24, 4);
+    o.progress = nullptr;
+    XGBTunerOptions xo;
+    xo.features = set;
+    XGBTuner t(task, xo);
+    TuneSummary s = t.tune(o);
+    EXPECT_EQ(s.trials, 24);
+    auto recs = records::read_log(log).records;
+    ASSERT_EQ(recs.size(), 24u);
+    // The first batch is random; once the model is trained, every proposal (the explorer's
+    // random share included) is first checked against the template.
+    bool first_valid = false;
+    int rejected_later = 0;
+    for (size_t i = 0; i < recs.size(); ++i) {
+      first_valid |= i < 4 && recs[i].valid();
+      if (i >= 4 && recs[i].result.error == ErrorCode::kInstantiation) ++rejected_later;
+    }
+    if (first_valid) EXPECT_EQ(rejected_later, 0);
+  }
+}
+
 TEST_F(TunerTest, EarlyStoppingEndsARunWithoutProgress) {
   Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
   TuneOptions o = fast_options("", 40, 2);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "loom/records/record.h"
+#include "loom/tuner/features.h"
 #include "loom/tuner/task.h"
 
 namespace loom::tuner {
@@ -52,8 +53,9 @@ class XGBCostModel : public CostModel {
   /// Adds records of `task`'s template (any shape, this target kind) as history; each
   /// workload forms its own group, with targets normalized by that workload's best
   /// throughput. Records whose config does not fit this task's space are skipped. Returns
-  /// the number of records used.
-  int load_history(const Task& task, const std::vector<records::Record>& records);
+  /// the number of records used. `set` must be the feature set the model is used with.
+  int load_history(const Task& task, const std::vector<records::Record>& records,
+                   FeatureSet set = FeatureSet::kItervarKnob);
   size_t history_size() const { return hist_x_.size(); }
 
  private:

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct SAOptions {
   /// Fraction of the chains restarted at each batch from the best measured configs (the
   /// `starts` of next_batch), so the search refines around what measured fast.
   double restart_from_best = 0.5;
+  /// Spaces of at most this many configs are scored whole instead of annealed (for scores
+  /// cheap enough to compute for every config).
+  int64_t exhaustive_up_to = 0;
 };
 
 /// Scores a list of config indices (higher is better; -inf for configs that cannot be built).
@@ -32,7 +36,8 @@ using VisitedFn = std::function<bool(int64_t)>;
 
 /// Simulated annealing over a config space: a neighbor changes one knob's value. Returns the
 /// top predicted unmeasured configs, avoiding near-duplicates within a batch, plus an
-/// epsilon-greedy share of random ones.
+/// epsilon-greedy share of random ones. Small spaces (SAOptions::exhaustive_up_to) are
+/// ranked whole instead.
 class SimulatedAnnealingExplorer {
  public:
   SimulatedAnnealingExplorer(const ConfigSpace& space, SAOptions opt = {}, uint64_t seed = 0);
@@ -53,6 +58,11 @@ class SimulatedAnnealingExplorer {
   const std::vector<int64_t>& chains() const { return chains_; }
 
  private:
+  /// The `n_model` best of `best` (index -> score), skipping near-duplicates of those already
+  /// chosen while others remain, then random unvisited configs up to `batch_size`.
+  std::vector<int64_t> select(const std::map<int64_t, double>& best, int n_model, int batch_size,
+                              const VisitedFn& visited);
+
   const ConfigSpace& space_;
   SAOptions opt_;
   std::mt19937_64 rng_;
