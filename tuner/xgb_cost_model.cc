@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "loom/tuner/cost_model.h"
 #include "loom/tuner/features.h"
@@ -148,12 +149,20 @@ int XGBCostModel::load_history(const Task& task, const std::vector<records::Reco
   }
   int used = 0;
   for (const auto& [key, group] : by_workload) {
+    // Each record is featurized on its own workload, so other shapes of the template teach
+    // the model too (their split values are not in this task's space).
+    std::optional<Task> own;
+    try {
+      own = key == task.key() ? task : Task::create(group.front()->workload, target);
+    } catch (const std::exception&) {
+      continue;  // a workload this build cannot create
+    }
     std::vector<std::vector<float>> xs;
     std::vector<double> costs;
     for (const records::Record* r : group) {
       try {
-        ConfigEntity e = task.space().from_record(r->config);
-        xs.push_back(extract_features(task, e, set));
+        ConfigEntity e = own->space().from_record(r->config);
+        xs.push_back(extract_features(*own, e, set));
         costs.push_back(r->valid() ? r->result.mean_cost() : INFINITY);
       } catch (const std::exception&) {
         continue;  // does not fit (or cannot be built on) this task

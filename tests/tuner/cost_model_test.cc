@@ -116,5 +116,34 @@ TEST(CostModel, LoadHistoryUsesRecordsOfTheSameTemplate) {
   EXPECT_TRUE(m.trained());
 }
 
+TEST(CostModel, LoadHistoryLearnsFromOtherShapes) {
+  // Records of matmul(48,80,32), whose split values mostly do not exist in matmul(64,64,64)'s
+  // space: each is featurized on its own workload, and every one of them is used.
+  Task other = Task::create("matmul", {48, 80, 32}, Target("llvm"));
+  Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
+  std::vector<records::Record> recs;
+  int fits_task = 0;
+  for (int64_t k = 0; k < 12; ++k) {
+    records::Record r;
+    r.workload = other.workload();
+    r.target = other.target().str();
+    r.flop = other.flop();
+    r.config = other.space().get(k * 7).to_record();
+    r.result.costs = {1e-3 * double(1 + k % 5)};
+    recs.push_back(r);
+    try {
+      task.space().from_record(r.config);
+      ++fits_task;
+    } catch (const Error&) {
+    }
+  }
+  EXPECT_LT(fits_task, 12);
+  for (FeatureSet set : {FeatureSet::kItervarKnob, FeatureSet::kKnob}) {
+    XGBCostModel m;
+    EXPECT_EQ(m.load_history(task, recs, set), 12);
+    EXPECT_TRUE(m.trained());
+  }
+}
+
 }  // namespace
 }  // namespace loom::tuner

@@ -38,7 +38,7 @@ struct XGBOptions {
 
 /// Gradient-boosted trees through the XGBoost C API, one thread, deterministic for a seed.
 /// Transfer learning: load_history adds records of other tuning runs of the same template
-/// (their configs re-featurized on this task), kept as extra training groups in every fit.
+/// (featurized on their own workloads), kept as extra training groups in every fit.
 class XGBCostModel : public CostModel {
  public:
   explicit XGBCostModel(XGBOptions opt = {});
@@ -52,7 +52,8 @@ class XGBCostModel : public CostModel {
 
   /// Adds records of `task`'s template (any shape, this target kind) as history; each
   /// workload forms its own group, with targets normalized by that workload's best
-  /// throughput. Records whose config does not fit this task's space are skipped. Returns
+  /// throughput. A record is featurized on its own workload, so other shapes of the template
+  /// count; records whose config does not fit their workload's space are skipped. Returns
   /// the number of records used. `set` must be the feature set the model is used with.
   int load_history(const Task& task, const std::vector<records::Record>& records,
                    FeatureSet set = FeatureSet::kItervarKnob);
