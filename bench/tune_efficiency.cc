@@ -190,6 +190,13 @@ int trials_to(const std::vector<double>& curve, double threshold) {
   return 0;
 }
 
+/// Mean of trials_to results over seeds, a run that never got there (0) counting as trials + 1.
+double mean_trials(const std::vector<int>& per_seed, int trials) {
+  double sum = 0;
+  for (int t : per_seed) sum += t ? t : trials + 1;
+  return sum / double(per_seed.size());
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
@@ -496,13 +503,8 @@ int main(int argc, char** argv) try {
         std::printf(" %12s", "-");
         continue;
       }
-      double s = 0;
-      int never = 0;
-      for (int t : it->second) {
-        s += t ? t : o.trials + 1;
-        never += t == 0;
-      }
-      mean[tn] = s / double(it->second.size());
+      const int never = int(std::count(it->second.begin(), it->second.end(), 0));
+      mean[tn] = mean_trials(it->second, o.trials);
       per_tuner_all[tn].push_back(mean[tn]);
       std::printf(" %11.1f%s", mean[tn], never ? "*" : " ");
     }
@@ -558,9 +560,7 @@ int main(int argc, char** argv) try {
         std::printf(" %12s", "-");
         continue;
       }
-      double sum = 0;
-      for (int t : it->second) sum += t ? t : o.trials + 1;
-      mean[tn] = sum / double(it->second.size());
+      mean[tn] = mean_trials(it->second, o.trials);
       std::printf(" %12.1f", mean[tn]);
     }
     if (mean.count("xgb") && mean.count("random")) {

@@ -29,7 +29,10 @@ int run(const Args& a) {
   if (!opt.transfer_from.empty() && name != "xgb")
     a.usage_error("--transfer-from needs --tuner xgb (only the cost model learns from other logs)");
 
-  const std::string features = a.choice("--features", "itervar+knob", {"itervar+knob", "itervar", "knob"});
+  using tuner::FeatureSet;
+  const std::string features =
+      a.choice("--features", to_string(FeatureSet::kItervarKnob),
+               {to_string(FeatureSet::kItervarKnob), to_string(FeatureSet::kItervar), to_string(FeatureSet::kKnob)});
   if (a.has("--features") && name != "xgb") a.usage_error("--features needs --tuner xgb (the cost model's features)");
   std::unique_ptr<tuner::Tuner> t;
   if (name == "xgb") {

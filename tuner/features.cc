@@ -288,9 +288,10 @@ std::vector<float> extract_features(const lowering::LoweredFunc& f, const Config
     std::vector<Level> chain;
     for (int l : hot->stack) chain.push_back(Level{l, c.loops[size_t(l)].extent, c.loops[size_t(l)].kind});
     if (hot->lanes > 1) chain.push_back(Level{-1, double(hot->lanes), ForKind::kVectorized});
-    size_t first = chain.size() > size_t(fl::kMaxLoops) ? chain.size() - size_t(fl::kMaxLoops) : 0;
+    const size_t first = chain.size() > size_t(fl::kMaxLoops) ? chain.size() - size_t(fl::kMaxLoops) : 0;
+    const size_t empty_slots = size_t(fl::kMaxLoops) - (chain.size() - first);  // right-aligned
     for (size_t p = first; p < chain.size(); ++p) {
-      float* lv = out.data() + (p - first + (size_t(fl::kMaxLoops) - (chain.size() - first))) * fl::kPerLoop;
+      float* lv = out.data() + (empty_slots + p - first) * fl::kPerLoop;
       const Level& L = chain[p];
       double top = 1, bottom = 1;
       for (size_t q = 0; q <= p; ++q) top *= chain[q].extent;
@@ -367,15 +368,6 @@ std::vector<float> extract_features(const lowering::LoweredFunc& f, const Config
   return out;
 }
 
-std::vector<float> extract_features(const Task& task, const ConfigEntity& e) {
-  Instance inst = task.instantiate(e);
-  lowering::LowerOptions opts;
-  opts.target = task.target();
-  opts.skip_packed_api = true;
-  lowering::LoweredFunc f = lowering::lower(inst.schedule, inst.args, "features", opts);
-  return extract_features(f, &e);
-}
-
 FeatureSet parse_feature_set(const std::string& name) {
   if (name == "itervar+knob") return FeatureSet::kItervarKnob;
   if (name == "itervar") return FeatureSet::kItervar;
@@ -400,9 +392,12 @@ std::vector<float> knob_features(const ConfigEntity& e) {
 
 std::vector<float> extract_features(const Task& task, const ConfigEntity& e, FeatureSet set) {
   if (set == FeatureSet::kKnob) return knob_features(e);
-  std::vector<float> f = extract_features(task, e);
-  if (set == FeatureSet::kItervar) std::fill(f.begin() + fl::kKnobs, f.end(), 0.0f);
-  return f;
+  Instance inst = task.instantiate(e);
+  lowering::LowerOptions opts;
+  opts.target = task.target();
+  opts.skip_packed_api = true;
+  lowering::LoweredFunc f = lowering::lower(inst.schedule, inst.args, "features", opts);
+  return extract_features(f, set == FeatureSet::kItervarKnob ? &e : nullptr);
 }
 
 }  // namespace loom::tuner

@@ -17,10 +17,10 @@ void XGBTuner::reset(const TuneOptions& opt) {
   mopt.seed = opt.seed;
   model_ = std::make_unique<XGBCostModel>(mopt);
   SAOptions sa = xopt_.explorer;
-  if (xopt_.features == FeatureSet::kKnob) sa.exhaustive_up_to = std::max(sa.exhaustive_up_to, xopt_.knob_exhaustive_up_to);
+  if (xopt_.features == FeatureSet::kKnob) sa.exhaustive_up_to = std::max<int64_t>(sa.exhaustive_up_to, 1 << 16);
   explorer_ = std::make_unique<SimulatedAnnealingExplorer>(task_.space(), sa, opt.seed);
   feature_cache_.clear();
-  buildable_.clear();
+  instantiated_.clear();
   for (const std::string& path : opt.transfer_from) {
     records::LogContents log = records::read_log(path, opt.progress);
     int used = model_->load_history(task_, log.records, xopt_.features);
@@ -44,17 +44,14 @@ const std::vector<float>& XGBTuner::features(int64_t index) {
 
 bool XGBTuner::buildable(int64_t index) {
   if (features(index).empty()) return false;
-  if (xopt_.features != FeatureSet::kKnob) return true;  // extracting them instantiated it
-  auto [it, fresh] = buildable_.emplace(index, true);
-  if (fresh) {
-    try {
-      task_.instantiate(index);
-    } catch (const Error&) {
-      it->second = false;
-      feature_cache_[index].clear();  // scored -inf from now on
-    }
+  if (xopt_.features != FeatureSet::kKnob || !instantiated_.insert(index).second) return true;
+  try {
+    task_.instantiate(index);
+    return true;
+  } catch (const Error&) {
+    feature_cache_[index].clear();  // scored -inf from now on
+    return false;
   }
-  return it->second;
 }
 
 std::vector<double> XGBTuner::score(const std::vector<int64_t>& indices) {

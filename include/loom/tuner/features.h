@@ -66,10 +66,10 @@ std::vector<float> knob_features(const ConfigEntity& e);
 /// skip_packed_api) and, if given, of the config that produced it. Deterministic.
 std::vector<float> extract_features(const lowering::LoweredFunc& f, const ConfigEntity* e = nullptr);
 
-/// Instantiates config `e` of `task`, lowers it and extracts its features. Throws
-/// InstantiationError (or loom::Error from lowering) for a config that cannot be built.
-std::vector<float> extract_features(const Task& task, const ConfigEntity& e);
-/// The features of `set` of config `e`; for kKnob the config is not instantiated (nothing thrown).
-std::vector<float> extract_features(const Task& task, const ConfigEntity& e, FeatureSet set);
+/// The features of `set` of config `e` of `task`. For the loop sets it instantiates and lowers
+/// the config, throwing InstantiationError (or loom::Error from lowering) for a config that
+/// cannot be built; for kKnob it does neither and throws nothing.
+std::vector<float> extract_features(const Task& task, const ConfigEntity& e,
+                                    FeatureSet set = FeatureSet::kItervarKnob);
 
 }  // namespace loom::tuner

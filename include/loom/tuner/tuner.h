@@ -135,10 +135,10 @@ class GATuner : public Tuner {
 struct XGBTunerOptions {
   XGBOptions model;
   SAOptions explorer;
-  /// What the model sees of a config (see FeatureSet).
+  /// What the model sees of a config (see FeatureSet). With kKnob, scoring is cheap enough
+  /// that the explorer ranks spaces of up to 65536 configs whole (or explorer.exhaustive_up_to
+  /// if larger).
   FeatureSet features = FeatureSet::kItervarKnob;
-  /// With knob features, spaces up to this size are scored whole (explorer.exhaustive_up_to).
-  int64_t knob_exhaustive_up_to = int64_t(1) << 16;
 };
 
 /// Model-guided search: an XGBoost cost model trained on every measured config (refit after
@@ -159,7 +159,8 @@ class XGBTuner : public Tuner {
  private:
   /// Features of a config (cached); empty when it cannot be instantiated.
   const std::vector<float>& features(int64_t index);
-  /// False for a config the template rejects (cached; only knob features need the check).
+  /// False for a config the template rejects. Extracting loop features instantiates the
+  /// config; knob features do not, so those configs are instantiated here, once.
   bool buildable(int64_t index);
   std::vector<double> score(const std::vector<int64_t>& indices);
 
@@ -167,7 +168,7 @@ class XGBTuner : public Tuner {
   std::unique_ptr<XGBCostModel> model_;
   std::unique_ptr<SimulatedAnnealingExplorer> explorer_;
   std::unordered_map<int64_t, std::vector<float>> feature_cache_;
-  std::unordered_map<int64_t, bool> buildable_;
+  std::unordered_set<int64_t> instantiated_;  // knob features: configs checked by buildable()
 };
 
 /// A tuner by name: "xgb", "random", "grid" or "ga".
