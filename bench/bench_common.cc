@@ -36,13 +36,6 @@ int parse_int(const std::string& s, const char* what) {
   return int(v);
 }
 
-std::vector<int> parse_int_list(const std::string& s, const char* what) {
-  std::vector<int> out;
-  for (const std::string& item : split_list(s, ',')) out.push_back(parse_int(item, what));
-  LOOM_CHECK(!out.empty(), "empty list for {}", what);
-  return out;
-}
-
 std::vector<double> interleaved_times(const std::vector<std::function<void()>>& fs, int repeat, double min_repeat_ms,
                                       double settle_ms, bool best) {
   auto settle = [&] {

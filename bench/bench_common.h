@@ -15,7 +15,6 @@ namespace loom::bench {
 std::vector<std::string> split_list(const std::string& s, char sep);
 /// A positive integer (loom::Error naming `what` otherwise).
 int parse_int(const std::string& s, const char* what);
-std::vector<int> parse_int_list(const std::string& s, const char* what);
 
 /// Seconds per call of each f: the median (or with `best`, the minimum) over `repeat` timed
 /// blocks. Each f gets two warm-up calls; then every round times each f in turn

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "cli.h"
 
 using namespace loom;  // NOLINT
 namespace fs = std::filesystem;
@@ -55,63 +56,44 @@ struct Options {
   std::string json;
 };
 
-void usage(const char* argv0) {
-  std::printf(
-      "usage: %s [options]\n"
-      "  --log-dir DIR      tuning logs, one JSON-lines file per workload (default gpu_logs)\n"
-      "  --trials N         XGB trials for the matmul (default 200)\n"
-      "  --conv-trials N    XGB trials for each conv layer (default 100)\n"
-      "  --resume           reuse existing logs: only the trials missing up to N are measured\n"
-      "  --no-tune          do not tune; build each workload from its log (default config if none)\n"
-      "  --sections LIST    matmul,conv (default both)\n"
-      "  --size N           matmul M = N = K (default 4096)\n"
-      "  --repeat R         timed rounds, loom and its peer interleaved; the median is reported (default 7)\n"
-      "  --timeout S        the measurer's build and run limits per candidate (default 20)\n"
-      "  --json FILE        also write the results as JSON\n"
-      "  --verbose          the tuner's progress lines\n",
-      argv0);
+cli::Command command() {
+  cli::Command c;
+  c.program = "";
+  c.name = "gpu_bench";
+  c.usage = "[options]";
+  c.synopsis = "tuned CUDA matmul and conv2d next to cuBLAS and cuDNN (skips without a GPU)";
+  c.options = {
+      {"--log-dir", "DIR", "tuning logs, one JSON-lines file per workload (default gpu_logs)"},
+      {"--trials", "N", "XGB trials for the matmul (default 200)"},
+      {"--conv-trials", "N", "XGB trials for each conv layer (default 100)"},
+      {"--resume", "", "reuse existing logs: only the trials missing up to N are measured"},
+      {"--no-tune", "", "do not tune; build each workload from its log (default config if none)"},
+      {"--sections", "LIST", "matmul,conv (default both)"},
+      {"--size", "N", "matmul M = N = K (default 4096)"},
+      {"--repeat", "R", "timed rounds, loom and its peer interleaved; the median is reported (default 7)"},
+      {"--timeout", "S", "the measurer's build and run limits per candidate (default 20)"},
+      {"--json", "FILE", "also write the results as JSON"},
+      {"--verbose", "", "the tuner's progress lines"},
+  };
+  return c;
 }
 
-Options parse_args(int argc, char** argv) {
+Options options_from(const cli::Args& a) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      LOOM_CHECK(i + 1 < argc, "gpu_bench: {} needs a value (see --help)", a);
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      usage(argv[0]);
-      std::exit(0);
-    } else if (a == "--log-dir") {
-      o.log_dir = value();
-    } else if (a == "--trials") {
-      o.trials = bench::parse_int(value(), "--trials");
-    } else if (a == "--conv-trials") {
-      o.conv_trials = bench::parse_int(value(), "--conv-trials");
-    } else if (a == "--resume") {
-      o.resume = true;
-    } else if (a == "--no-tune") {
-      o.no_tune = true;
-    } else if (a == "--verbose") {
-      o.verbose = true;
-    } else if (a == "--sections") {
-      o.sections = bench::split_list(value(), ',');
-      for (const auto& s : o.sections)
-        LOOM_CHECK(s == "matmul" || s == "conv", "gpu_bench: unknown section '{}' (expected matmul, conv)", s);
-    } else if (a == "--size") {
-      o.size = bench::parse_int(value(), "--size");
-    } else if (a == "--repeat") {
-      o.repeat = bench::parse_int(value(), "--repeat");
-    } else if (a == "--timeout") {
-      o.timeout_s = bench::parse_int(value(), "--timeout");
-    } else if (a == "--json") {
-      o.json = value();
-    } else {
-      fail("gpu_bench: unknown argument '{}' (see --help)", a);
-    }
-  }
-  LOOM_CHECK(!(o.resume && o.no_tune), "gpu_bench: --resume and --no-tune exclude each other");
+  o.log_dir = a.str("--log-dir", o.log_dir);
+  o.trials = int(a.integer("--trials", o.trials, 0, 1 << 30));
+  o.conv_trials = int(a.integer("--conv-trials", o.conv_trials, 0, 1 << 30));
+  o.resume = a.has("--resume");
+  o.no_tune = a.has("--no-tune");
+  o.verbose = a.has("--verbose");
+  if (a.has("--sections")) o.sections = bench::split_list(a.str("--sections"), ',');
+  for (const auto& s : o.sections)
+    if (s != "matmul" && s != "conv") a.usage_error("--sections: unknown section '{}' (expected matmul, conv)", s);
+  o.size = int(a.integer("--size", o.size, 1, 1 << 20));
+  o.repeat = int(a.integer("--repeat", o.repeat, 1, 1000));
+  o.timeout_s = a.number("--timeout", o.timeout_s, 0.001);
+  o.json = a.str("--json");
+  if (o.resume && o.no_tune) a.usage_error("--resume and --no-tune exclude each other");
   return o;
 }
 
@@ -363,8 +345,7 @@ constexpr double kTolerance = 1e-3;
 
 }  // namespace
 
-int main(int argc, char** argv) try {
-  Options o = parse_args(argc, argv);
+int run(const Options& o) {
   // Probed in a child, so that this process has not initialized CUDA when the tuner forks.
   if (std::string why = tuner::cuda_worker_unavailable_reason(); !why.empty()) {
     std::printf("bench/gpu: skipped: no CUDA driver/GPU (%s)\n", why.c_str());
@@ -492,7 +473,10 @@ int main(int argc, char** argv) try {
     js << "}\n";
   }
   return ok ? 0 : 1;
-} catch (const std::exception& e) {
-  std::fprintf(stderr, "gpu_bench: error: %s\n", e.what());
-  return 1;
+}
+
+int main(int argc, char** argv) {
+  cli::Command c = command();
+  c.run = [](const cli::Args& a) { return run(options_from(a)); };
+  return cli::run_command(c, {argv + 1, argv + argc});
 }

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "cli.h"
 
 using namespace loom;
 namespace fs = std::filesystem;
@@ -87,90 +88,76 @@ struct Options {
   int threads = 1;        // threads a measured candidate runs with
 };
 
-void usage(const char* argv0) {
+cli::Command command() {
   std::string names;
   for (const TaskSpec& t : all_tasks()) names += (names.empty() ? "" : ",") + t.name;
-  std::printf(
-      "usage: %s [options]\n"
-      "  --log-dir DIR        logs, one per task, tuner and seed (default tune_efficiency_logs)\n"
-      "  --trials N           trials per run (default 64)\n"
-      "  --seeds LIST         seeds (default 1,2,3)\n"
-      "  --tasks LIST         among %s (default depthwise,dw_c256,matmul_odd,matmul_odd2)\n"
-      "  --tuners LIST        among xgb,random,ga,grid,xgb-transfer (default xgb,random,ga); xgb-transfer is\n"
-      "                       xgb with its model warmed from the logs of the other --tasks of the same\n"
-      "                       template (tuned first), as when tuning the layers of one network\n"
-      "  --batch B            candidates per batch (default 8)\n"
-      "  --min-repeat-ms MS   measurer's min_repeat_ms (default 10)\n"
-      "  --splits S           random 80/20 splits for the cost-model check (default 5)\n"
-      "  --compile-samples K  configs per task compiled here to time compilation (default 8)\n"
-      "  --svg                write DIR/<task>.svg: mean best-so-far curve per tuner\n"
-      "  --xgb-restart F      share of the XGB tuner's annealing chains restarted each batch from the\n"
-      "                       fastest measured configs (default 0.5; 0 keeps the chains where they are)\n"
-      "  --features SET       the XGB tuner's features: itervar+knob, itervar or knob (default itervar+knob)\n"
-      "  --no-tune            tune nothing; report the runs whose logs exist (partial ones too)\n"
-      "  --threads N          threads of each measured candidate (LOOM_NUM_THREADS of the workers; default 1)\n"
-      "  --verbose            the tuners' progress lines\n",
-      argv0, names.c_str());
+  cli::Command c;
+  c.program = "";
+  c.name = "tune_efficiency";
+  c.usage = "[options]";
+  c.synopsis = "trials the XGB, random and genetic tuners need to reach 95% of the best config; cost-model "
+               "quality; throughput";
+  c.description =
+      "xgb-transfer (in --tuners) is xgb with its model warmed from the logs of the other --tasks of\n"
+      "the same template, tuned after the others, as when tuning the layers of one network.";
+  c.options = {
+      {"--log-dir", "DIR", "logs, one per task, tuner and seed (default tune_efficiency_logs)"},
+      {"--trials", "N", "trials per run (default 64)"},
+      {"--seeds", "LIST", "seeds (default 1,2,3)"},
+      {"--tasks", "LIST", "among " + names + " (default depthwise,dw_c256,matmul_odd,matmul_odd2)"},
+      {"--tuners", "LIST", "among xgb,random,ga,grid,xgb-transfer (default xgb,random,ga)"},
+      {"--batch", "B", "candidates per batch (default 8)"},
+      {"--min-repeat-ms", "MS", "measurer's min_repeat_ms (default 10)"},
+      {"--splits", "S", "random 80/20 splits for the cost-model check (default 5)"},
+      {"--compile-samples", "K", "configs per task compiled here to time compilation (default 8)"},
+      {"--svg", "", "write DIR/<task>.svg: mean best-so-far curve per tuner"},
+      {"--xgb-restart", "F",
+       "share of the XGB tuner's annealing chains restarted each batch from the fastest measured configs "
+       "(default 0.5; 0 keeps the chains where they are)"},
+      {"--features", "SET", "the XGB tuner's features: itervar+knob, itervar or knob (default itervar+knob)"},
+      {"--no-tune", "", "tune nothing; report the runs whose logs exist (partial ones too)"},
+      {"--threads", "N", "threads of each measured candidate (LOOM_NUM_THREADS of the workers; default 1)"},
+      {"--verbose", "", "the tuners' progress lines"},
+  };
+  return c;
 }
 
-Options parse_args(int argc, char** argv) {
+Options options_from(const cli::Args& a) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      LOOM_CHECK(i + 1 < argc, "{} needs a value (see --help)", a);
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      usage(argv[0]);
-      std::exit(0);
-    } else if (a == "--log-dir") {
-      o.log_dir = value();
-    } else if (a == "--trials") {
-      o.trials = bench::parse_int(value(), "--trials");
-    } else if (a == "--seeds") {
-      o.seeds.clear();
-      for (const auto& s : bench::split_list(value(), ',')) o.seeds.push_back(std::stoi(s));
-    } else if (a == "--tasks") {
-      o.tasks = bench::split_list(value(), ',');
-      for (const auto& t : o.tasks) {
-        bool known =
-            std::any_of(all_tasks().begin(), all_tasks().end(), [&](const TaskSpec& s) { return s.name == t; });
-        LOOM_CHECK(known, "unknown task '{}' (see --help)", t);
-      }
-    } else if (a == "--tuners") {
-      o.tuners = bench::split_list(value(), ',');
-      for (const auto& t : o.tuners)
-        LOOM_CHECK(t == "xgb" || t == "random" || t == "ga" || t == "grid" || t == "xgb-transfer",
-                   "unknown tuner '{}' (see --help)", t);
-    } else if (a == "--batch") {
-      o.batch = bench::parse_int(value(), "--batch");
-    } else if (a == "--min-repeat-ms") {
-      o.min_repeat_ms = bench::parse_int(value(), "--min-repeat-ms");
-    } else if (a == "--splits") {
-      o.splits = bench::parse_int(value(), "--splits");
-    } else if (a == "--compile-samples") {
-      o.compile_samples = bench::parse_int(value(), "--compile-samples");
-    } else if (a == "--threads") {
-      o.threads = bench::parse_int(value(), "--threads");
-    } else if (a == "--no-tune") {
-      o.no_tune = true;
-    } else if (a == "--svg") {
-      o.svg = true;
-    } else if (a == "--xgb-restart") {
-      o.xgb_restart = std::stod(value());
-      LOOM_CHECK(o.xgb_restart >= 0 && o.xgb_restart <= 1, "--xgb-restart must be in [0, 1]");
-    } else if (a == "--features") {
-      o.features = value();
-      tuner::parse_feature_set(o.features);
-    } else if (a == "--verbose") {
-      o.verbose = true;
-    } else {
-      fail("unknown argument '{}' (see --help)", a);
+  o.log_dir = a.str("--log-dir", o.log_dir);
+  o.trials = int(a.integer("--trials", o.trials, 1, 1 << 30));
+  if (a.has("--seeds")) {
+    o.seeds.clear();
+    for (const std::string& s : bench::split_list(a.str("--seeds"), ',')) {
+      char* end = nullptr;
+      const long v = std::strtol(s.c_str(), &end, 10);
+      if (s.empty() || *end != '\0' || v < 0 || v > INT32_MAX) a.usage_error("--seeds: '{}' is not a seed", s);
+      o.seeds.push_back(int(v));
     }
   }
-  LOOM_CHECK(!o.seeds.empty() && !o.tuners.empty() && !o.tasks.empty(),
-             "empty --seeds/--tuners/--tasks");
+  if (a.has("--tasks")) o.tasks = bench::split_list(a.str("--tasks"), ',');
+  for (const auto& t : o.tasks) {
+    bool known = std::any_of(all_tasks().begin(), all_tasks().end(), [&](const TaskSpec& s) { return s.name == t; });
+    if (!known) a.usage_error("--tasks: unknown task '{}'", t);
+  }
+  if (a.has("--tuners")) o.tuners = bench::split_list(a.str("--tuners"), ',');
+  for (const auto& t : o.tuners)
+    if (t != "xgb" && t != "random" && t != "ga" && t != "grid" && t != "xgb-transfer")
+      a.usage_error("--tuners: unknown tuner '{}'", t);
+  o.batch = int(a.integer("--batch", o.batch, 1, 4096));
+  o.min_repeat_ms = a.number("--min-repeat-ms", o.min_repeat_ms, 0);
+  o.splits = int(a.integer("--splits", o.splits, 1, 1000));
+  o.compile_samples = int(a.integer("--compile-samples", o.compile_samples, 0, 1000));
+  o.threads = int(a.integer("--threads", o.threads, 1, 1024));
+  o.no_tune = a.has("--no-tune");
+  o.svg = a.has("--svg");
+  o.verbose = a.has("--verbose");
+  o.xgb_restart = a.number("--xgb-restart", o.xgb_restart, 0);
+  if (o.xgb_restart > 1) a.usage_error("--xgb-restart must be in [0, 1]");
+  using tuner::FeatureSet;
+  o.features = a.choice("--features", o.features,
+                        {to_string(FeatureSet::kItervarKnob), to_string(FeatureSet::kItervar), to_string(FeatureSet::kKnob)});
+  if (o.seeds.empty() || o.tuners.empty() || o.tasks.empty()) a.usage_error("empty --seeds, --tuners or --tasks");
   return o;
 }
 
@@ -365,8 +352,7 @@ void tune_run(const Options& o, const TaskSpec& spec, const tuner::Task& task, c
 
 }  // namespace
 
-int main(int argc, char** argv) try {
-  Options o = parse_args(argc, argv);
+int run(const Options& o) {
   fs::create_directories(o.log_dir);
   // Measurement workers are forked from this process and size their thread pool from the
   // environment. One thread by default: a candidate's time then depends on one core being
@@ -602,7 +588,10 @@ int main(int argc, char** argv) try {
       "build+measure time per trial; cand/minute: from record timestamps, median over runs)\n");
   if (o.svg) std::printf("\ncurves: %s/<task>.svg\n", o.log_dir.c_str());
   return 0;
-} catch (const std::exception& e) {
-  std::fprintf(stderr, "tune_efficiency: error: %s\n", e.what());
-  return 1;
+}
+
+int main(int argc, char** argv) {
+  cli::Command c = command();
+  c.run = [](const cli::Args& a) { return run(options_from(a)); };
+  return cli::run_command(c, {argv + 1, argv + argc});
 }

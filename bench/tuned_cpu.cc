@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "cli.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
 
@@ -75,76 +76,58 @@ struct Options {
   bool best = false;  // report the fastest repeat instead of the median
 };
 
-void usage(const char* argv0) {
-  std::printf(
-      "usage: %s [options]\n"
-      "  --log-dir DIR        tuning logs, one JSON-lines file per workload (default tuned_cpu_logs)\n"
-      "  --trials N           XGB trials for each matmul and dense workload (default 200)\n"
-      "  --conv-trials N      XGB trials for each conv layer (default 64)\n"
-      "  --resume             reuse existing logs: only the trials missing up to N are measured\n"
-      "  --no-tune            do not tune; build each workload from its log (default config if none)\n"
-      "  --sections LIST      any of matmul,dense,conv (default all)\n"
-      "  --matmul-sizes LIST  square matmul sizes (default 1024,2048)\n"
-      "  --threads LIST       thread counts for every library (default 1,2)\n"
-      "  --repeat R           timed repeats per measurement; the median is reported (default 7)\n"
-      "  --min-repeat-ms MS   the tuner's min_repeat_ms (default 100)\n"
-      "  --timeout-s S        the tuner's limit to build, and to run, one candidate (default 30)\n"
-      "  --settle-ms MS       pause before each multi-threaded timed block (default 200)\n"
-      "  --json FILE          also write the results as JSON\n"
-      "  --best               report the fastest repeat instead of the median (for loaded machines)\n"
-      "  --verbose            the tuner's progress lines\n",
-      argv0);
+cli::Command command() {
+  cli::Command c;
+  c.program = "";
+  c.name = "tuned_cpu";
+  c.usage = "[options]";
+  c.synopsis = "tuned loom matmul, dense+bias+relu and ResNet-18 convolutions next to OpenBLAS and oneDNN";
+  c.options = {
+      {"--log-dir", "DIR", "tuning logs, one JSON-lines file per workload (default tuned_cpu_logs)"},
+      {"--trials", "N", "XGB trials for each matmul and dense workload (default 200)"},
+      {"--conv-trials", "N", "XGB trials for each conv layer (default 64)"},
+      {"--resume", "", "reuse existing logs: only the trials missing up to N are measured"},
+      {"--no-tune", "", "do not tune; build each workload from its log (default config if none)"},
+      {"--sections", "LIST", "any of matmul,dense,conv (default all)"},
+      {"--matmul-sizes", "LIST", "square matmul sizes (default 1024,2048)"},
+      {"--threads", "LIST", "thread counts for every library (default 1,2)"},
+      {"--repeat", "R", "timed repeats per measurement; the median is reported (default 7)"},
+      {"--min-repeat-ms", "MS", "the tuner's min_repeat_ms (default 100)"},
+      {"--timeout-s", "S", "the tuner's limit to build, and to run, one candidate (default 30)"},
+      {"--settle-ms", "MS", "pause before each multi-threaded timed block (default 200)"},
+      {"--json", "FILE", "also write the results as JSON"},
+      {"--best", "", "report the fastest repeat instead of the median (for loaded machines)"},
+      {"--verbose", "", "the tuner's progress lines"},
+  };
+  return c;
 }
 
-Options parse_args(int argc, char** argv) {
+Options options_from(const cli::Args& a) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      LOOM_CHECK(i + 1 < argc, "tuned_cpu: {} needs a value (see --help)", a);
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      usage(argv[0]);
-      std::exit(0);
-    } else if (a == "--log-dir") {
-      o.log_dir = value();
-    } else if (a == "--trials") {
-      o.trials = bench::parse_int(value(), "--trials");
-    } else if (a == "--conv-trials") {
-      o.conv_trials = bench::parse_int(value(), "--conv-trials");
-    } else if (a == "--resume") {
-      o.resume = true;
-    } else if (a == "--no-tune") {
-      o.no_tune = true;
-    } else if (a == "--sections") {
-      o.sections = bench::split_list(value(), ',');
-      for (const auto& s : o.sections)
-        LOOM_CHECK(s == "matmul" || s == "dense" || s == "conv",
-                   "tuned_cpu: unknown section '{}' (matmul, dense, conv)", s);
-    } else if (a == "--matmul-sizes") {
-      o.matmul_sizes = bench::parse_int_list(value(), "--matmul-sizes");
-    } else if (a == "--threads") {
-      o.threads = bench::parse_int_list(value(), "--threads");
-    } else if (a == "--repeat") {
-      o.repeat = bench::parse_int(value(), "--repeat");
-    } else if (a == "--min-repeat-ms") {
-      o.min_repeat_ms = bench::parse_int(value(), "--min-repeat-ms");
-    } else if (a == "--timeout-s") {
-      o.timeout_s = bench::parse_int(value(), "--timeout-s");
-    } else if (a == "--settle-ms") {
-      o.settle_ms = bench::parse_int(value(), "--settle-ms");
-    } else if (a == "--json") {
-      o.json = value();
-    } else if (a == "--verbose") {
-      o.verbose = true;
-    } else if (a == "--best") {
-      o.best = true;
-    } else {
-      fail("tuned_cpu: unknown argument '{}' (see --help)", a);
-    }
-  }
-  LOOM_CHECK(!(o.resume && o.no_tune), "tuned_cpu: --resume and --no-tune exclude each other");
+  auto ints = [&](const std::string& name, std::vector<int>& out) {
+    if (!a.has(name)) return;
+    out.clear();
+    for (int64_t v : cli::parse_int_list(name, a.str(name))) out.push_back(int(v));
+  };
+  o.log_dir = a.str("--log-dir", o.log_dir);
+  o.trials = int(a.integer("--trials", o.trials, 0, 1 << 30));
+  o.conv_trials = int(a.integer("--conv-trials", o.conv_trials, 0, 1 << 30));
+  o.resume = a.has("--resume");
+  o.no_tune = a.has("--no-tune");
+  if (a.has("--sections")) o.sections = bench::split_list(a.str("--sections"), ',');
+  for (const auto& s : o.sections)
+    if (s != "matmul" && s != "dense" && s != "conv")
+      a.usage_error("--sections: unknown section '{}' (expected matmul, dense, conv)", s);
+  ints("--matmul-sizes", o.matmul_sizes);
+  ints("--threads", o.threads);
+  o.repeat = int(a.integer("--repeat", o.repeat, 1, 1000));
+  o.min_repeat_ms = a.number("--min-repeat-ms", o.min_repeat_ms, 0);
+  o.timeout_s = a.number("--timeout-s", o.timeout_s, 0.001);
+  o.settle_ms = a.number("--settle-ms", o.settle_ms, 0);
+  o.json = a.str("--json");
+  o.best = a.has("--best");
+  o.verbose = a.has("--verbose");
+  if (o.resume && o.no_tune) a.usage_error("--resume and --no-tune exclude each other");
   return o;
 }
 
@@ -411,8 +394,7 @@ constexpr double kTolerance = 1e-3;
 
 }  // namespace
 
-int main(int argc, char** argv) try {
-  Options o = parse_args(argc, argv);
+int run(const Options& o) {
   fs::create_directories(o.log_dir);
   const Target host = Target::host();
 
@@ -574,7 +556,10 @@ int main(int argc, char** argv) try {
     js << "]}\n";
   }
   return ok ? 0 : 1;
-} catch (const std::exception& e) {
-  std::fprintf(stderr, "tuned_cpu: error: %s\n", e.what());
-  return 1;
+}
+
+int main(int argc, char** argv) {
+  cli::Command c = command();
+  c.run = [](const cli::Args& a) { return run(options_from(a)); };
+  return cli::run_command(c, {argv + 1, argv + argc});
 }

@@ -13,7 +13,6 @@ namespace loom::cli {
 
 // ------------------------------------------------------------------ Args
 
-std::string Args::prog() const { return "loom " + cmd_->name; }
 
 std::string Args::str(const std::string& name, const std::string& def) const {
   auto it = values_.find(name);
@@ -118,7 +117,7 @@ Args parse(const Command& cmd, const std::vector<std::string>& argv) {
 }
 
 std::string help_text(const Command& cmd) {
-  std::string out = fmt::format("usage: loom {} {}\n\n{}\n", cmd.name, cmd.usage, cmd.synopsis);
+  std::string out = fmt::format("usage: {} {}\n\n{}\n", cmd.prog(), cmd.usage, cmd.synopsis);
   if (!cmd.description.empty()) out += "\n" + cmd.description + (cmd.description.back() == '\n' ? "" : "\n");
   if (!cmd.subcommands.empty()) {
     out += "\ncommands:\n";
@@ -143,7 +142,7 @@ std::string help_text(const Command& cmd) {
 }
 
 int run_command(const Command& cmd, const std::vector<std::string>& argv) {
-  const std::string prog = "loom " + cmd.name;
+  const std::string prog = cmd.prog();
   try {
     if (!cmd.subcommands.empty()) {
       if (argv.empty()) {

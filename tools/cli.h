@@ -43,6 +43,7 @@ class Args;
 /// A subcommand: its options, its help and what it does. A command with `subcommands`
 /// dispatches on its first argument (`loom records summary …`).
 struct Command {
+  std::string program = "loom";  // what prefixes `name` in usage and errors ("" for none)
   std::string name;         // "tune", "records summary"
   std::string synopsis;     // one line for the command list
   std::string usage;        // "--op NAME --shape LIST --log FILE [options]"
@@ -51,6 +52,8 @@ struct Command {
   std::string positional;   // metavariable of positional arguments ("FILE..."); empty: none
   std::function<int(const Args&)> run;
   std::vector<Command> subcommands;
+  /// "loom tune" (program and name)
+  std::string prog() const { return program.empty() ? name : program + " " + name; }
 };
 
 /// Parsed arguments of one command. Accessors throw UsageError naming the option.
@@ -69,7 +72,7 @@ class Args {
   std::string choice(const std::string& name, const std::string& def, const std::vector<std::string>& choices) const;
   const std::vector<std::string>& positional() const { return positional_; }
   /// "loom tune"
-  std::string prog() const;
+  std::string prog() const { return cmd_->prog(); }
 
   template <typename... T>
   [[noreturn]] void usage_error(fmt::format_string<T...> f, T&&... args) const {
