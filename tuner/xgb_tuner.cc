@@ -94,10 +94,13 @@ std::vector<int64_t> XGBTuner::next_batch(int n) {
   for (size_t i = 0; i < by_cost.size() && i < size_t(xopt_.explorer.n_chains); ++i) starts.push_back(by_cost[i].second);
   auto score_fn = [&](const std::vector<int64_t>& idx) { return score(idx); };
   // Knob features cannot see that the template rejects a config: such proposals are dropped
-  // (and scored -inf from then on) and the explorer asked again, a few times at most.
+  // (and scored -inf from then on) and the explorer asked again until the batch is full. Each
+  // round excludes at least one more config, so an empty batch means the space is exhausted.
   std::vector<int64_t> out;
-  for (int round = 0; round < 4 && int(out.size()) < n; ++round) {
-    for (int64_t i : explorer_->next_batch(n - int(out.size()), score_fn, measured, starts)) {
+  while (int(out.size()) < n) {
+    std::vector<int64_t> proposed = explorer_->next_batch(n - int(out.size()), score_fn, measured, starts);
+    if (proposed.empty()) break;
+    for (int64_t i : proposed) {
       if (buildable(i)) out.push_back(i);
       rejected.insert(i);
     }
