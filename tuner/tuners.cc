@@ -143,7 +143,8 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
   };
 
   if (opt.n_trial > 0) {
-    Measurer measurer(task_, opt.measure);
+    std::unique_ptr<Measurer> measurer;
+    if (!opt.measure_fn) measurer = std::make_unique<Measurer>(task_, opt.measure);
     int last_improvement = 0;
     while (sum.trials < opt.n_trial) {
       if (opt.early_stopping >= 0 && sum.trials - last_improvement >= opt.early_stopping) break;
@@ -158,7 +159,9 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
           batch.push_back(i);
       }
       if (batch.empty()) break;  // the space is exhausted
-      std::vector<records::MeasureResult> results = measurer.measure(batch);
+      std::vector<records::MeasureResult> results = measurer ? measurer->measure(batch) : opt.measure_fn(batch);
+      LOOM_CHECK(results.size() == batch.size(), "TuneOptions::measure_fn returned {} results for {} configs",
+                 results.size(), batch.size());
       for (size_t k = 0; k < batch.size(); ++k) {
         measured_.insert(batch[k]);
         const records::MeasureResult& r = results[k];

@@ -1,6 +1,7 @@
 // Tuners: the loop that proposes configs, measures them and logs every trial.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -38,6 +39,9 @@ struct TuneOptions {
   std::vector<std::string> transfer_from;
   /// Progress and the final summary; null: silent.
   std::ostream* progress = &std::cerr;
+  /// Replaces the Measurer when set: one result per config index, in order. For studying or
+  /// testing search against known costs (a table measured once), free of timing noise.
+  std::function<std::vector<records::MeasureResult>(const std::vector<int64_t>&)> measure_fn;
 };
 
 struct TuneSummary {
