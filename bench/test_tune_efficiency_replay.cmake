@@ -1,0 +1,51 @@
+# The ctest `tune_efficiency_replay`: measures dw_c256's whole space once with `loom tune
+# --tuner grid`, replays the tuners on it with tune_efficiency --replay, and checks that a
+# table lacking configs is refused with the count.
+#   cmake -DLOOM=... -DTUNE_EFFICIENCY=... -DWORK_DIR=... -P test_tune_efficiency_replay.cmake
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR}/table ${WORK_DIR}/partial)
+
+execute_process(COMMAND ${LOOM} tune --op depthwise_conv2d_nchw --shape 1,256,14,14,3,3 --attr pad=1 --attr stride=1
+                        --tuner grid --trials 120 --min-repeat-ms 1 --repeat 1 --quiet --log ${WORK_DIR}/table/dw_c256.jsonl
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "loom tune --tuner grid failed (${rc}):\n${out}")
+endif()
+
+set(replay ${TUNE_EFFICIENCY} --replay ${WORK_DIR}/table --log-dir ${WORK_DIR}/logs --tasks dw_c256
+           --tuners xgb,random,ga --seeds 1-3 --trials 16 --compile-samples 0 --splits 1)
+execute_process(COMMAND ${replay} RESULT_VARIABLE rc OUTPUT_VARIABLE first ERROR_VARIABLE err)
+message("${first}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "tune_efficiency --replay failed (${rc}):\n${err}")
+endif()
+foreach(expected "seeds 3" "replayed: every trial looked up in" "xgb/random" "dw_c256                120")
+  string(FIND "${first}" "${expected}" pos)
+  if(pos EQUAL -1)
+    message(FATAL_ERROR "tune_efficiency --replay output lacks \"${expected}\"")
+  endif()
+endforeach()
+file(GLOB logs ${WORK_DIR}/logs/dw_c256_*_s*.jsonl)
+list(LENGTH logs n)
+if(NOT n EQUAL 9)
+  message(FATAL_ERROR "expected 9 run logs (3 tuners x 3 seeds), found ${n}")
+endif()
+
+# The logs are complete, so a rerun only reports, and the landscape is fixed: the same report.
+execute_process(COMMAND ${replay} RESULT_VARIABLE rc OUTPUT_VARIABLE second ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT first STREQUAL second)
+  message(FATAL_ERROR "the rerun (${rc}) reported differently:\n${second}")
+endif()
+
+file(STRINGS ${WORK_DIR}/table/dw_c256.jsonl lines)
+list(SUBLIST lines 0 50 head)
+list(JOIN head "\n" head)
+file(WRITE ${WORK_DIR}/partial/dw_c256.jsonl "${head}\n")
+execute_process(COMMAND ${TUNE_EFFICIENCY} --replay ${WORK_DIR}/partial --log-dir ${WORK_DIR}/logs2 --tasks dw_c256
+                        --tuners random --seeds 1 --trials 4
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+string(FIND "${out}" "holds 50 of the 120 configs" pos)
+if(rc EQUAL 0 OR pos EQUAL -1)
+  message(FATAL_ERROR "a partial table should be refused with the count (${rc}):\n${out}")
+endif()
+message("tune_efficiency_replay: OK")
