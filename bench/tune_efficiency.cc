@@ -131,7 +131,7 @@ cli::Command command() {
        "(default 0.5; 0 keeps the chains where they are)"},
       {"--xgb-epsilon", "F",
        "share of each XGB batch chosen at random among unmeasured configs (SAOptions::epsilon; default 0.05)"},
-      {"--xgb-objective", "OBJ", "the XGB cost model's objective: rank:pairwise or reg:squarederror"},
+      {"--xgb-objective", "OBJ", "the XGB cost model's objective: rank:pairwise or reg:squarederror (default rank:pairwise)"},
       {"--features", "SET", "the XGB tuner's features: itervar+knob, itervar or knob (default itervar+knob)"},
       {"--no-tune", "", "tune nothing; report the runs whose logs exist (partial ones too)"},
       {"--replay", "DIR",
