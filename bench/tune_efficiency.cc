@@ -218,6 +218,36 @@ double mean_trials(const std::vector<int>& per_seed, int trials) {
   return sum / double(per_seed.size());
 }
 
+/// One row's cells of a trials table: each tuner's mean trials over seeds (* when some run
+/// never got there, - without runs), then xgb/random and, with xgb-transfer among the tuners,
+/// xgb-transfer/random (- when a tuner is missing). Appends the ratios to `ratios` and
+/// `transfer_ratios`; returns the means by tuner.
+std::map<std::string, double> print_trial_cells(const Options& o, const std::map<std::string, std::vector<int>>& to95,
+                                                std::vector<double>& ratios, std::vector<double>& transfer_ratios) {
+  std::map<std::string, double> mean;
+  for (const auto& tn : o.tuners) {
+    auto it = to95.find(tn);
+    if (it == to95.end()) {
+      std::printf(" %12s", "-");
+      continue;
+    }
+    const bool never = std::count(it->second.begin(), it->second.end(), 0) > 0;
+    mean[tn] = mean_trials(it->second, o.trials);
+    std::printf(" %11.1f%s", mean[tn], never ? "*" : " ");
+  }
+  auto ratio = [&](const std::string& tn, std::vector<double>& into, int width) {
+    if (!mean.count(tn) || !mean.count("random")) {
+      std::printf(" %*s", width, "-");
+      return;
+    }
+    into.push_back(mean[tn] / mean["random"]);
+    std::printf(" %*.2f", width, into.back());
+  };
+  ratio("xgb", ratios, 10);
+  if (std::count(o.tuners.begin(), o.tuners.end(), "xgb-transfer")) ratio("xgb-transfer", transfer_ratios, 11);
+  return mean;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
@@ -336,11 +366,12 @@ constexpr size_t kShortlistMax = 128;
 constexpr double kShortlistCut = 0.75;
 
 /// Median GFLOP/s of each shortlisted config (those whose fastest logged measurement reached
-/// kShortlistCut of the fastest, at most kShortlistMax), timed again in `rounds` rounds, each
+/// kShortlistCut of the fastest, at most kShortlistMax), timed again in --rounds rounds, each
 /// round all of them in a fresh random order, by one measurer. The records go to `cache`,
 /// which a later report reads instead of measuring again when it holds every round.
-std::map<int64_t, double> remeasure(const tuner::Task& task, const std::map<int64_t, double>& logged, int rounds,
+std::map<int64_t, double> remeasure(const tuner::Task& task, const std::map<int64_t, double>& logged,
                                     const Options& o, const std::string& cache) {
+  const int rounds = o.rounds;
   std::vector<std::pair<double, int64_t>> fastest;
   double top = 0;
   for (const auto& [index, g] : logged) top = std::max(top, g);
@@ -370,14 +401,7 @@ std::map<int64_t, double> remeasure(const tuner::Task& task, const std::map<int6
       std::shuffle(order.begin(), order.end(), rng);
       std::vector<records::MeasureResult> results = measurer.measure(order);
       for (size_t k = 0; k < order.size(); ++k) {
-        records::Record rec;
-        rec.workload = task.workload();
-        rec.target = task.target().str();
-        rec.target_cpu = tuner::host_cpu_name();
-        rec.flop = task.flop();
-        rec.config = task.space().get(order[k]).to_record();
-        rec.result = results[k];
-        rec.tuner = "remeasure";
+        records::Record rec = task.record(order[k], results[k], "remeasure");
         writer.write(rec);
         timed[order[k]].push_back(rec.gflops());
       }
@@ -548,8 +572,8 @@ int run(const Options& o) {
       for (const records::Record& rec : r.records)
         by_config[rec.config.index] = std::max(by_config[rec.config.index], rec.gflops());
     if (o.rounds > 0 && !by_config.empty()) {
-      tr.reference = remeasure(task, by_config, o.rounds, o,
-                               (fs::path(o.log_dir) / (spec.name + "_remeasured.jsonl")).string());
+      tr.reference =
+          remeasure(task, by_config, o, (fs::path(o.log_dir) / (spec.name + "_remeasured.jsonl")).string());
       for (const auto& [index, g] : tr.reference) tr.reference_best = std::max(tr.reference_best, g);
       for (const Run& r : runs) {
         int reached = 0;
@@ -620,31 +644,11 @@ int run(const Options& o) {
   std::map<std::string, std::vector<double>> per_tuner_all;
   for (const TaskResult& tr : out) {
     std::printf("%-14s %10lld %9.1f", tr.spec.name.c_str(), (long long)tr.space, tr.best);
-    std::map<std::string, double> mean;
+    for (const auto& [tn, m] : print_trial_cells(o, tr.to95, ratios, transfer_ratios)) per_tuner_all[tn].push_back(m);
     std::string runs;
     for (const auto& tn : o.tuners) {
       auto it = tr.to95.find(tn);
       runs += fmt::format("{}{}", runs.empty() ? "" : "/", it == tr.to95.end() ? 0 : it->second.size());
-      if (it == tr.to95.end()) {
-        std::printf(" %12s", "-");
-        continue;
-      }
-      const int never = int(std::count(it->second.begin(), it->second.end(), 0));
-      mean[tn] = mean_trials(it->second, o.trials);
-      per_tuner_all[tn].push_back(mean[tn]);
-      std::printf(" %11.1f%s", mean[tn], never ? "*" : " ");
-    }
-    if (mean.count("xgb") && mean.count("random")) {
-      ratios.push_back(mean["xgb"] / mean["random"]);
-      std::printf(" %10.2f", ratios.back());
-    } else {
-      std::printf(" %10s", "-");
-    }
-    if (with_transfer && mean.count("xgb-transfer") && mean.count("random")) {
-      transfer_ratios.push_back(mean["xgb-transfer"] / mean["random"]);
-      std::printf(" %11.2f", transfer_ratios.back());
-    } else if (with_transfer) {
-      std::printf(" %11s", "-");
     }
     for (const auto& tn : o.tuners) {
       auto it = tr.final_best.find(tn);
@@ -678,38 +682,22 @@ int run(const Options& o) {
                 100 * kShortlistCut, kShortlistMax, o.rounds);
     std::printf("%-14s %9s %9s %6s", "task", "shortlist", "best", "<=95%");
     for (const auto& tn : o.tuners) std::printf(" %12s", tn.c_str());
-    std::printf(" %10s%s\n", "xgb/random", with_transfer ? "  xfer/random" : "");
+    std::printf(" %10s", "xgb/random");
+    if (with_transfer) std::printf(" %11s", "xfer/random");
+    std::printf("\n");
     std::vector<double> ref_ratios, ref_transfer;
     for (const TaskResult& tr : out) {
       const auto near = std::count_if(tr.reference.begin(), tr.reference.end(),
                                       [&](const auto& e) { return e.second >= 0.95 * tr.reference_best; });
       std::printf("%-14s %9zu %9.1f %6td", tr.spec.name.c_str(), tr.reference.size(), tr.reference_best, near);
-      std::map<std::string, double> mean;
-      for (const auto& tn : o.tuners) {
-        auto it = tr.to95_reference.find(tn);
-        if (it == tr.to95_reference.end()) {
-          std::printf(" %12s", "-");
-          continue;
-        }
-        const int never = int(std::count(it->second.begin(), it->second.end(), 0));
-        mean[tn] = mean_trials(it->second, o.trials);
-        std::printf(" %11.1f%s", mean[tn], never ? "*" : " ");
-      }
-      if (mean.count("xgb") && mean.count("random")) {
-        ref_ratios.push_back(mean["xgb"] / mean["random"]);
-        std::printf(" %10.2f", ref_ratios.back());
-      }
-      if (with_transfer && mean.count("xgb-transfer") && mean.count("random")) {
-        ref_transfer.push_back(mean["xgb-transfer"] / mean["random"]);
-        std::printf(" %12.2f", ref_transfer.back());
-      }
+      print_trial_cells(o, tr.to95_reference, ref_ratios, ref_transfer);
       std::printf("\n");
     }
     if (!ref_ratios.empty()) {
       std::printf("%-14s %9s %9s %6s", "geomean", "", "", "");
       for (size_t i = 0; i < o.tuners.size(); ++i) std::printf(" %12s", "");
       std::printf(" %10.2f", bench::geomean(ref_ratios));
-      if (!ref_transfer.empty()) std::printf(" %12.2f", bench::geomean(ref_transfer));
+      if (!ref_transfer.empty()) std::printf(" %11.2f", bench::geomean(ref_transfer));
       std::printf("\n");
     }
     std::printf("(best: the best median GFLOP/s; <=95%%: shortlisted configs within 95%% of it)\n\n");

@@ -13,7 +13,6 @@ namespace loom::cli {
 
 // ------------------------------------------------------------------ Args
 
-
 std::string Args::str(const std::string& name, const std::string& def) const {
   auto it = values_.find(name);
   return it == values_.end() ? def : it->second.back();

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "loom/tuner/measure.h"
 #include "templates/templates.h"
 
 namespace loom::tuner {
@@ -127,6 +128,21 @@ const Template& Task::tmpl() const { return node_->tmpl; }
 double Task::flop() const { return node_->flop; }
 std::string Task::key() const { return node_->workload.key(); }
 int64_t Task::default_index() const { return node_->default_index; }
+
+records::Record Task::record(int64_t index, const records::MeasureResult& result, const std::string& tuner) const {
+  static const std::string cpu = host_cpu_name();
+  records::Record rec;
+  rec.workload = node_->workload;
+  rec.target = node_->target.str();
+  rec.target_cpu = cpu;
+  rec.target_features = node_->target.get("mattr");
+  rec.flop = node_->flop;
+  rec.config = node_->space.get(index).to_record();
+  rec.result = result;
+  rec.tuner = tuner;
+  rec.loom_version = records::loom_version();
+  return rec;
+}
 
 Instance Task::instantiate(int64_t index) const { return instantiate(node_->space.get(index)); }
 

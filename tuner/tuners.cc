@@ -9,10 +9,6 @@
 
 #include "loom/tuner/tuner.h"
 
-#ifndef LOOM_VERSION
-#define LOOM_VERSION "unknown"
-#endif
-
 namespace loom::tuner {
 namespace {
 
@@ -57,11 +53,6 @@ bool stream_is_terminal(const std::ostream* os) {
   return false;
 }
 
-const std::string& cached_cpu_name() {
-  static const std::string name = host_cpu_name();
-  return name;
-}
-
 }  // namespace
 
 Tuner::Tuner(Task task) : task_(std::move(task)) {}
@@ -69,20 +60,6 @@ Tuner::~Tuner() = default;
 
 void Tuner::reset(const TuneOptions&) {}
 void Tuner::update(const std::vector<int64_t>&, const std::vector<records::MeasureResult>&) {}
-
-records::Record Tuner::make_record(int64_t index, const records::MeasureResult& r) const {
-  records::Record rec;
-  rec.workload = task_.workload();
-  rec.target = task_.target().str();
-  rec.target_cpu = cached_cpu_name();
-  rec.target_features = task_.target().get("mattr");
-  rec.flop = task_.flop();
-  rec.config = task_.space().get(index).to_record();
-  rec.result = r;
-  rec.tuner = name();
-  rec.loom_version = LOOM_VERSION;
-  return rec;
-}
 
 TuneSummary Tuner::tune(const TuneOptions& opt) {
   LOOM_CHECK(opt.batch_size >= 1, "TuneOptions: batch_size must be at least 1, got {}", opt.batch_size);
@@ -159,15 +136,20 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
           batch.push_back(i);
       }
       if (batch.empty()) break;  // the space is exhausted
-      std::vector<records::MeasureResult> results = measurer ? measurer->measure(batch) : opt.measure_fn(batch);
-      LOOM_CHECK(results.size() == batch.size(), "TuneOptions::measure_fn returned {} results for {} configs",
-                 results.size(), batch.size());
+      std::vector<records::MeasureResult> results;
+      if (measurer) {
+        results = measurer->measure(batch);
+      } else {
+        results = opt.measure_fn(batch);
+        LOOM_CHECK(results.size() == batch.size(), "TuneOptions::measure_fn returned {} results for {} configs",
+                   results.size(), batch.size());
+      }
       for (size_t k = 0; k < batch.size(); ++k) {
         measured_.insert(batch[k]);
         const records::MeasureResult& r = results[k];
         bool ok = r.error == records::ErrorCode::kNoError && !r.costs.empty();
         history_.emplace_back(batch[k], ok ? r.mean_cost() : INFINITY);
-        records::Record rec = make_record(batch[k], r);
+        records::Record rec = task_.record(batch[k], r, name());
         if (writer) writer->write(rec);
         ++sum.trials;
         if (!ok) {

@@ -82,8 +82,8 @@ void XGBTuner::update(const std::vector<int64_t>&, const std::vector<records::Me
 }
 
 std::vector<int64_t> XGBTuner::next_batch(int n) {
-  std::unordered_set<int64_t> rejected;
-  auto measured = [&](int64_t i) { return is_measured(i) || rejected.count(i) != 0; };
+  std::unordered_set<int64_t> proposed;  // by the explorer in this call, kept or not
+  auto measured = [&](int64_t i) { return is_measured(i) || proposed.count(i) != 0; };
   if (!model_->trained()) return explorer_->random_unvisited(n, measured, {});
   // The fastest measured configs seed some of the annealing chains.
   std::vector<std::pair<double, int64_t>> by_cost;
@@ -98,11 +98,11 @@ std::vector<int64_t> XGBTuner::next_batch(int n) {
   // round excludes at least one more config, so an empty batch means the space is exhausted.
   std::vector<int64_t> out;
   while (int(out.size()) < n) {
-    std::vector<int64_t> proposed = explorer_->next_batch(n - int(out.size()), score_fn, measured, starts);
-    if (proposed.empty()) break;
-    for (int64_t i : proposed) {
+    std::vector<int64_t> more = explorer_->next_batch(n - int(out.size()), score_fn, measured, starts);
+    if (more.empty()) break;
+    for (int64_t i : more) {
       if (buildable(i)) out.push_back(i);
-      rejected.insert(i);
+      proposed.insert(i);
     }
   }
   return out;

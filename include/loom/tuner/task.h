@@ -71,6 +71,10 @@ class Task {
   Instance instantiate_default() const;
   int64_t default_index() const;
 
+  /// The log record of config `index` measured as `result` by `tuner` on this machine (with
+  /// its CPU name, the target's features and this loom's version).
+  records::Record record(int64_t index, const records::MeasureResult& result, const std::string& tuner) const;
+
  private:
   struct Node;
   std::shared_ptr<const Node> node_;

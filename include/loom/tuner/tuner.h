@@ -87,7 +87,6 @@ class Tuner {
   std::mt19937_64 rng_;
 
  private:
-  records::Record make_record(int64_t index, const records::MeasureResult& r) const;
   std::unordered_set<int64_t> measured_;
   std::vector<std::pair<int64_t, double>> history_;
 };
