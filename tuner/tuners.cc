@@ -107,13 +107,15 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
 
   std::unique_ptr<records::LogWriter> writer;
   if (!opt.log_file.empty()) writer = std::make_unique<records::LogWriter>(opt.log_file);
+  // n_trial counts new trials; a resumed run may have fewer configs left than that.
+  const int64_t planned = std::min<int64_t>(opt.n_trial, std::max<int64_t>(0, space_size() - int64_t(measured_.size())));
   const bool live = opt.progress && stream_is_terminal(opt.progress);
   auto report = [&](bool final_line) {
     if (!opt.progress) return;
     double t = elapsed();
-    double eta = sum.trials > 0 ? t / sum.trials * (opt.n_trial - sum.trials) : NAN;
+    double eta = sum.trials > 0 ? t / sum.trials * double(planned - sum.trials) : NAN;
     std::string line = fmt::format("[{}] {}: {}/{} trials, best {:.2f} GFLOP/s, {} errors, {} elapsed, ETA {}",
-                                   name(), task_.key(), sum.trials, opt.n_trial, sum.best_gflops(), sum.errors,
+                                   name(), task_.key(), sum.trials, planned, sum.best_gflops(), sum.errors,
                                    format_seconds(t), final_line ? format_seconds(0) : format_seconds(eta));
     if (live) *opt.progress << '\r' << line << "\x1b[K" << std::flush;
     else *opt.progress << line << '\n';

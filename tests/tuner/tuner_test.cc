@@ -277,6 +277,26 @@ TEST_F(TunerTest, MeasureFnReplacesTheMeasurer) {
       Error);
 }
 
+// n_trial counts new trials: progress on a resumed run counts against the configs left.
+TEST_F(TunerTest, ProgressOfAResumedRunCountsTheConfigsLeft) {
+  Task task = Task::create("matmul", {500, 300, 700}, Target("llvm"));
+  int calls = 0;
+  TuneOptions o = landscape_options(task, 0, 8, &calls);
+  o.log_file = log_path("resumed.jsonl");
+  GridTuner(task).tune(o);
+  o.resume = true;
+  o.n_trial = 1 << 30;
+  o.batch_size = 4096;
+  std::ostringstream progress;
+  o.progress = &progress;
+  TuneSummary s = GridTuner(task).tune(o);
+  const int64_t left = task.space().size() - 8;
+  EXPECT_EQ(s.resumed, 8);
+  EXPECT_EQ(s.trials, left);
+  EXPECT_NE(progress.str().find(fmt::format("4096/{} trials", left)), std::string::npos) << progress.str();
+  EXPECT_NE(progress.str().find(fmt::format("{}/{} trials", left, left)), std::string::npos) << progress.str();
+}
+
 // On a smooth landscape of 8190 configs with one peak, the model-guided search must find the
 // peak within 96 trials for every seed, where random search would need about 4000. (Knob
 // features: the loop features would lower thousands of configs, minutes for a unit test.)
