@@ -95,6 +95,9 @@ struct Options {
   double xgb_restart = tuner::SAOptions().restart_from_best;  // share of SA chains restarted from the best measured
   double xgb_epsilon = tuner::SAOptions().epsilon;            // share of each XGB batch chosen at random
   std::string xgb_objective = tuner::XGBOptions().objective;
+  int xgb_ensemble = tuner::XGBOptions().ensemble;
+  double xgb_uncertainty = tuner::XGBOptions().uncertainty;
+  int xgb_warmup = tuner::XGBTunerOptions().random_warmup;
   std::string features = tuner::to_string(tuner::XGBTunerOptions().features);
   bool verbose = false;
   bool no_tune = false;  // only read the logs there are
@@ -132,6 +135,11 @@ cli::Command command() {
       {"--xgb-epsilon", "F",
        "share of each XGB batch chosen at random among unmeasured configs (SAOptions::epsilon; default 0.05)"},
       {"--xgb-objective", "OBJ", "the XGB cost model's objective: rank:pairwise or reg:squarederror (default rank:pairwise)"},
+      {"--xgb-ensemble", "K",
+       "boosters in the XGB cost model, each on a subsample of the rows; above 1 a config scores their mean "
+       "plus --xgb-uncertainty times their spread (default 1)"},
+      {"--xgb-uncertainty", "F", "weight of the ensemble's spread in a score (default 1)"},
+      {"--xgb-warmup", "N", "trials the XGB tuner chooses at random before its model guides it (default 0)"},
       {"--features", "SET", "the XGB tuner's features: itervar+knob, itervar or knob (default itervar+knob)"},
       {"--no-tune", "", "tune nothing; report the runs whose logs exist (partial ones too)"},
       {"--replay", "DIR",
@@ -188,6 +196,9 @@ Options options_from(const cli::Args& a) {
   o.xgb_epsilon = a.number("--xgb-epsilon", o.xgb_epsilon, 0);
   if (o.xgb_epsilon > 1) a.usage_error("--xgb-epsilon must be in [0, 1]");
   o.xgb_objective = a.choice("--xgb-objective", o.xgb_objective, {"rank:pairwise", "reg:squarederror"});
+  o.xgb_ensemble = int(a.integer("--xgb-ensemble", o.xgb_ensemble, 1, 64));
+  o.xgb_uncertainty = a.number("--xgb-uncertainty", o.xgb_uncertainty, 0);
+  o.xgb_warmup = int(a.integer("--xgb-warmup", o.xgb_warmup, 0, 1 << 30));
   using tuner::FeatureSet;
   o.features = a.choice("--features", o.features,
                         {to_string(FeatureSet::kItervarKnob), to_string(FeatureSet::kItervar), to_string(FeatureSet::kKnob)});
@@ -482,6 +493,9 @@ void tune_run(const Options& o, const TaskSpec& spec, const tuner::Task& task, c
     xo.explorer.restart_from_best = o.xgb_restart;
     xo.explorer.epsilon = o.xgb_epsilon;
     xo.model.objective = o.xgb_objective;
+    xo.model.ensemble = o.xgb_ensemble;
+    xo.model.uncertainty = o.xgb_uncertainty;
+    xo.random_warmup = o.xgb_warmup;
     xo.features = tuner::parse_feature_set(o.features);
     tuner = std::make_unique<tuner::XGBTuner>(task, xo);
     if (tn == "xgb-transfer") {

@@ -53,11 +53,12 @@ XGBCostModel::XGBCostModel(XGBOptions opt) : opt_(std::move(opt)) {
   LOOM_CHECK(opt_.objective == "rank:pairwise" || opt_.objective == "reg:squarederror",
              "XGBCostModel: objective must be 'rank:pairwise' or 'reg:squarederror', got '{}'", opt_.objective);
   LOOM_CHECK(opt_.num_rounds >= 1, "XGBCostModel: num_rounds must be at least 1, got {}", opt_.num_rounds);
+  LOOM_CHECK(opt_.ensemble >= 1, "XGBCostModel: ensemble must be at least 1, got {}", opt_.ensemble);
+  LOOM_CHECK(opt_.ensemble_subsample > 0 && opt_.ensemble_subsample <= 1,
+             "XGBCostModel: ensemble_subsample must be in (0, 1], got {}", opt_.ensemble_subsample);
 }
 
-XGBCostModel::~XGBCostModel() {
-  if (booster_) XGBoosterFree(static_cast<BoosterHandle>(booster_));
-}
+XGBCostModel::~XGBCostModel() { free_boosters(); }
 
 void XGBCostModel::fit(const std::vector<std::vector<float>>& xs, const std::vector<double>& costs) {
   LOOM_CHECK(xs.size() == costs.size(), "XGBCostModel::fit: {} feature vectors but {} costs", xs.size(),
@@ -77,6 +78,11 @@ void XGBCostModel::fit(const std::vector<std::vector<float>>& xs, const std::vec
   train(all_x, all_y, groups);
 }
 
+void XGBCostModel::free_boosters() {
+  for (void* b : boosters_) XGBoosterFree(static_cast<BoosterHandle>(b));
+  boosters_.clear();
+}
+
 void XGBCostModel::train(const std::vector<std::vector<float>>& xs, const std::vector<float>& ys,
                          const std::vector<unsigned>& groups) {
   if (xs.empty()) return;
@@ -87,50 +93,61 @@ void XGBCostModel::train(const std::vector<std::vector<float>>& xs, const std::v
   if (opt_.objective == "rank:pairwise")
     xgb_check(XGDMatrixSetUIntInfo(d.h, "group", groups.data(), bst_ulong(groups.size())), "XGDMatrixSetUIntInfo");
 
-  if (booster_) XGBoosterFree(static_cast<BoosterHandle>(booster_));
-  booster_ = nullptr;
-  BoosterHandle b = nullptr;
-  xgb_check(XGBoosterCreate(&d.h, 1, &b), "XGBoosterCreate");
-  const std::map<std::string, std::string> params = {
-      {"nthread", "1"},
-      {"verbosity", "0"},
-      {"objective", opt_.objective},
-      {"max_depth", std::to_string(opt_.max_depth)},
-      {"eta", fmt::format("{}", opt_.eta)},
-      {"gamma", fmt::format("{}", opt_.gamma)},
-      {"min_child_weight", fmt::format("{}", opt_.min_child_weight)},
-      {"subsample", "1"},
-      {"lambda", "1"},
-      {"alpha", "0"},
-      {"tree_method", "exact"},
-      {"seed", std::to_string(opt_.seed)},
-  };
-  for (const auto& [k, v] : params) {
-    int st = XGBoosterSetParam(b, k.c_str(), v.c_str());
-    if (st != 0) {
-      XGBoosterFree(b);
-      xgb_check(st, "XGBoosterSetParam");
+  free_boosters();
+  const int members = std::max(1, opt_.ensemble);
+  for (int m = 0; m < members; ++m) {
+    BoosterHandle b = nullptr;
+    xgb_check(XGBoosterCreate(&d.h, 1, &b), "XGBoosterCreate");
+    const std::map<std::string, std::string> params = {
+        {"nthread", "1"},
+        {"verbosity", "0"},
+        {"objective", opt_.objective},
+        {"max_depth", std::to_string(opt_.max_depth)},
+        {"eta", fmt::format("{}", opt_.eta)},
+        {"gamma", fmt::format("{}", opt_.gamma)},
+        {"min_child_weight", fmt::format("{}", opt_.min_child_weight)},
+        {"subsample", members > 1 ? fmt::format("{}", opt_.ensemble_subsample) : "1"},
+        {"lambda", "1"},
+        {"alpha", "0"},
+        {"tree_method", "exact"},
+        {"seed", std::to_string(opt_.seed * 7919 + uint64_t(m))},
+    };
+    for (const auto& [k, v] : params) {
+      int st = XGBoosterSetParam(b, k.c_str(), v.c_str());
+      if (st != 0) {
+        XGBoosterFree(b);
+        xgb_check(st, "XGBoosterSetParam");
+      }
     }
-  }
-  for (int it = 0; it < opt_.num_rounds; ++it) {
-    int st = XGBoosterUpdateOneIter(b, it, d.h);
-    if (st != 0) {
-      XGBoosterFree(b);
-      xgb_check(st, "XGBoosterUpdateOneIter");
+    for (int it = 0; it < opt_.num_rounds; ++it) {
+      int st = XGBoosterUpdateOneIter(b, it, d.h);
+      if (st != 0) {
+        XGBoosterFree(b);
+        xgb_check(st, "XGBoosterUpdateOneIter");
+      }
     }
+    boosters_.push_back(b);
   }
-  booster_ = b;
 }
 
 std::vector<double> XGBCostModel::predict(const std::vector<std::vector<float>>& xs) const {
   std::vector<double> out(xs.size(), 0.0);
-  if (!booster_ || xs.empty()) return out;
+  if (boosters_.empty() || xs.empty()) return out;
   DMatrix d(xs, num_features_);
-  bst_ulong len = 0;
-  const float* res = nullptr;
-  xgb_check(XGBoosterPredict(static_cast<BoosterHandle>(booster_), d.h, 0, 0, 0, &len, &res), "XGBoosterPredict");
-  LOOM_ICHECK(len == xs.size());
-  for (size_t i = 0; i < xs.size(); ++i) out[i] = double(res[i]);
+  std::vector<double> sum(xs.size(), 0.0), sum_sq(xs.size(), 0.0);
+  for (void* b : boosters_) {
+    bst_ulong len = 0;
+    const float* res = nullptr;
+    xgb_check(XGBoosterPredict(static_cast<BoosterHandle>(b), d.h, 0, 0, 0, &len, &res), "XGBoosterPredict");
+    LOOM_ICHECK(len == xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) sum[i] += double(res[i]), sum_sq[i] += double(res[i]) * double(res[i]);
+  }
+  const double k = double(boosters_.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double mean = sum[i] / k;
+    out[i] = mean;
+    if (k > 1) out[i] += opt_.uncertainty * std::sqrt(std::max(0.0, sum_sq[i] / k - mean * mean));
+  }
   return out;
 }
 

@@ -84,7 +84,8 @@ void XGBTuner::update(const std::vector<int64_t>&, const std::vector<records::Me
 std::vector<int64_t> XGBTuner::next_batch(int n) {
   std::unordered_set<int64_t> proposed;  // by the explorer in this call, kept or not
   auto measured = [&](int64_t i) { return is_measured(i) || proposed.count(i) != 0; };
-  if (!model_->trained()) return explorer_->random_unvisited(n, measured, {});
+  if (!model_->trained() || int64_t(history().size()) < xopt_.random_warmup)
+    return explorer_->random_unvisited(n, measured, {});
   // The fastest measured configs seed some of the annealing chains.
   std::vector<std::pair<double, int64_t>> by_cost;
   for (const auto& [idx, cost] : history())

@@ -66,6 +66,34 @@ TEST_P(CostModelObjective, LearnsAKnownRanking) {
 
 INSTANTIATE_TEST_SUITE_P(Objectives, CostModelObjective, ::testing::Values("rank:pairwise", "reg:squarederror"));
 
+TEST(CostModel, EnsembleLearnsTheRankingAndScoresItsSpread) {
+  std::vector<std::vector<float>> train_x, test_x;
+  std::vector<double> train_c, test_c;
+  synthetic(300, 1, &train_x, &train_c);
+  synthetic(100, 2, &test_x, &test_c);
+  XGBOptions o;
+  o.ensemble = 4;
+  o.uncertainty = 0;
+  XGBCostModel mean_only(o);
+  mean_only.fit(train_x, train_c);
+  std::vector<double> mean = mean_only.predict(test_x);
+  EXPECT_GT(pairwise_accuracy(mean, test_c), 0.9);
+  o.uncertainty = 1;
+  XGBCostModel with_spread(o);
+  with_spread.fit(train_x, train_c);
+  std::vector<double> ucb = with_spread.predict(test_x);
+  // The members saw different rows, so they disagree somewhere, and only upwards.
+  int above = 0;
+  for (size_t i = 0; i < ucb.size(); ++i) {
+    EXPECT_GE(ucb[i], mean[i] - 1e-9);
+    above += ucb[i] > mean[i] + 1e-9;
+  }
+  EXPECT_GT(above, 0);
+  XGBCostModel again(o);
+  again.fit(train_x, train_c);
+  EXPECT_EQ(again.predict(test_x), ucb);
+}
+
 TEST(CostModel, FailedTrialsRankLast) {
   std::vector<std::vector<float>> xs;
   std::vector<double> costs;
@@ -91,6 +119,13 @@ TEST(CostModel, RejectsUnknownObjective) {
   XGBOptions o;
   o.objective = "binary:logistic";
   EXPECT_THROW(XGBCostModel{o}, Error);
+  XGBOptions no_members;
+  no_members.ensemble = 0;
+  EXPECT_THROW(XGBCostModel{no_members}, Error);
+  XGBOptions no_rows;
+  no_rows.ensemble = 2;
+  no_rows.ensemble_subsample = 0;
+  EXPECT_THROW(XGBCostModel{no_rows}, Error);
 }
 
 TEST(CostModel, LoadHistoryUsesRecordsOfTheSameTemplate) {

@@ -277,6 +277,23 @@ TEST_F(TunerTest, MeasureFnReplacesTheMeasurer) {
       Error);
 }
 
+TEST_F(TunerTest, XGBSearchesAtRandomDuringItsWarmup) {
+  Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
+  for (int warmup : {8, 4}) {
+    SCOPED_TRACE(fmt::format("random_warmup {}", warmup));
+    int calls = 0;
+    TuneOptions o = landscape_options(task, task.space().size() / 2, 8, &calls);
+    o.batch_size = 4;
+    XGBTunerOptions xo;
+    xo.random_warmup = warmup;
+    XGBTuner tuner(task, xo);
+    EXPECT_EQ(tuner.tune(o).trials, 8);
+    EXPECT_TRUE(tuner.model().trained());
+    // Annealing starts its chains the first time the model chooses a batch.
+    EXPECT_EQ(tuner.explorer().chains().empty(), warmup == 8);
+  }
+}
+
 // n_trial counts new trials: progress on a resumed run counts against the configs left.
 TEST_F(TunerTest, ProgressOfAResumedRunCountsTheConfigsLeft) {
   Task task = Task::create("matmul", {500, 300, 700}, Target("llvm"));

@@ -34,6 +34,13 @@ struct XGBOptions {
   double gamma = 1e-4;
   double min_child_weight = 1;
   uint64_t seed = 0;
+  /// Boosters trained on row subsamples with their own seeds; above 1, a config's score is
+  /// their mean plus `uncertainty` times their spread, so configs the members disagree on
+  /// (regions the measurements say little about) rank higher.
+  int ensemble = 1;
+  double uncertainty = 1.0;
+  /// Share of the rows each ensemble member sees (ignored with one booster).
+  double ensemble_subsample = 0.7;
 };
 
 /// Gradient-boosted trees through the XGBoost C API, one thread, deterministic for a seed.
@@ -48,7 +55,7 @@ class XGBCostModel : public CostModel {
 
   void fit(const std::vector<std::vector<float>>& xs, const std::vector<double>& costs) override;
   std::vector<double> predict(const std::vector<std::vector<float>>& xs) const override;
-  bool trained() const override { return booster_ != nullptr; }
+  bool trained() const override { return !boosters_.empty(); }
 
   /// Adds records of `task`'s template (any shape, this target kind) as history; each
   /// workload forms its own group, with targets normalized by that workload's best
@@ -62,8 +69,9 @@ class XGBCostModel : public CostModel {
  private:
   void train(const std::vector<std::vector<float>>& xs, const std::vector<float>& ys,
              const std::vector<unsigned>& groups);
+  void free_boosters();
   XGBOptions opt_;
-  void* booster_ = nullptr;  // BoosterHandle
+  std::vector<void*> boosters_;  // BoosterHandle each
   size_t num_features_ = 0;
   std::vector<std::vector<float>> hist_x_;
   std::vector<float> hist_y_;

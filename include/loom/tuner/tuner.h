@@ -142,17 +142,22 @@ struct XGBTunerOptions {
   /// that the explorer ranks spaces of up to 65536 configs whole (or explorer.exhaustive_up_to
   /// if larger).
   FeatureSet features = FeatureSet::kItervarKnob;
+  /// Trials chosen at random before the model guides the search (it always waits for a
+  /// valid result, whatever this says).
+  int random_warmup = 0;
 };
 
 /// Model-guided search: an XGBoost cost model trained on every measured config (refit after
 /// each batch), simulated annealing over its predictions. Random until the model has seen a
-/// valid result.
+/// valid result and XGBTunerOptions::random_warmup trials are measured.
 class XGBTuner : public Tuner {
  public:
   explicit XGBTuner(Task task, XGBTunerOptions opt = {});
   ~XGBTuner() override;
   std::string name() const override { return "xgb"; }
   const XGBCostModel& model() const { return *model_; }
+  /// The annealing explorer; its chains stay empty until the model first guides a batch.
+  const SimulatedAnnealingExplorer& explorer() const { return *explorer_; }
 
  protected:
   void reset(const TuneOptions& opt) override;
