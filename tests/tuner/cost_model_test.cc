@@ -34,6 +34,21 @@ double pairwise_accuracy(const std::vector<double>& pred, const std::vector<doub
   return double(good) / double(all);
 }
 
+/// 300 synthetic configs to train on and 100 others to test on.
+struct KnownRanking {
+  std::vector<std::vector<float>> train_x;
+  std::vector<double> train_c;
+  std::vector<std::vector<float>> test_x;
+  std::vector<double> test_c;
+};
+
+KnownRanking known_ranking() {
+  KnownRanking d;
+  synthetic(300, 1, &d.train_x, &d.train_c);
+  synthetic(100, 2, &d.test_x, &d.test_c);
+  return d;
+}
+
 TEST(CostModel, NormalizedThroughput) {
   auto y = normalized_throughput({2.0, 1.0, INFINITY, 4.0});
   EXPECT_FLOAT_EQ(y[0], 0.5f);
@@ -45,10 +60,8 @@ TEST(CostModel, NormalizedThroughput) {
 class CostModelObjective : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CostModelObjective, LearnsAKnownRanking) {
-  std::vector<std::vector<float>> train_x, test_x;
-  std::vector<double> train_c, test_c;
-  synthetic(300, 1, &train_x, &train_c);
-  synthetic(100, 2, &test_x, &test_c);
+  const KnownRanking d = known_ranking();
+  const auto& [train_x, train_c, test_x, test_c] = d;
   XGBOptions o;
   o.objective = GetParam();
   XGBCostModel m(o);
@@ -67,10 +80,8 @@ TEST_P(CostModelObjective, LearnsAKnownRanking) {
 INSTANTIATE_TEST_SUITE_P(Objectives, CostModelObjective, ::testing::Values("rank:pairwise", "reg:squarederror"));
 
 TEST(CostModel, EnsembleLearnsTheRankingAndScoresItsSpread) {
-  std::vector<std::vector<float>> train_x, test_x;
-  std::vector<double> train_c, test_c;
-  synthetic(300, 1, &train_x, &train_c);
-  synthetic(100, 2, &test_x, &test_c);
+  const KnownRanking d = known_ranking();
+  const auto& [train_x, train_c, test_x, test_c] = d;
   XGBOptions o;
   o.ensemble = 4;
   o.uncertainty = 0;
