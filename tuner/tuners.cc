@@ -108,7 +108,7 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
   std::unique_ptr<records::LogWriter> writer;
   if (!opt.log_file.empty()) writer = std::make_unique<records::LogWriter>(opt.log_file);
   // n_trial counts new trials; a resumed run may have fewer configs left than that.
-  const int64_t planned = std::min<int64_t>(opt.n_trial, std::max<int64_t>(0, space_size() - int64_t(measured_.size())));
+  const int64_t planned = std::min<int64_t>(opt.n_trial, space_size() - int64_t(measured_.size()));
   const bool live = opt.progress && stream_is_terminal(opt.progress);
   auto report = [&](bool final_line) {
     if (!opt.progress) return;

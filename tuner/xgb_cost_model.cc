@@ -93,41 +93,45 @@ void XGBCostModel::train(const std::vector<std::vector<float>>& xs, const std::v
   if (opt_.objective == "rank:pairwise")
     xgb_check(XGDMatrixSetUIntInfo(d.h, "group", groups.data(), bst_ulong(groups.size())), "XGDMatrixSetUIntInfo");
 
-  free_boosters();
-  const int members = std::max(1, opt_.ensemble);
-  for (int m = 0; m < members; ++m) {
-    BoosterHandle b = nullptr;
-    xgb_check(XGBoosterCreate(&d.h, 1, &b), "XGBoosterCreate");
-    const std::map<std::string, std::string> params = {
-        {"nthread", "1"},
-        {"verbosity", "0"},
-        {"objective", opt_.objective},
-        {"max_depth", std::to_string(opt_.max_depth)},
-        {"eta", fmt::format("{}", opt_.eta)},
-        {"gamma", fmt::format("{}", opt_.gamma)},
-        {"min_child_weight", fmt::format("{}", opt_.min_child_weight)},
-        {"subsample", members > 1 ? fmt::format("{}", opt_.ensemble_subsample) : "1"},
-        {"lambda", "1"},
-        {"alpha", "0"},
-        {"tree_method", "exact"},
-        {"seed", std::to_string(opt_.seed * 7919 + uint64_t(m))},
-    };
-    for (const auto& [k, v] : params) {
-      int st = XGBoosterSetParam(b, k.c_str(), v.c_str());
-      if (st != 0) {
-        XGBoosterFree(b);
-        xgb_check(st, "XGBoosterSetParam");
-      }
-    }
-    for (int it = 0; it < opt_.num_rounds; ++it) {
-      int st = XGBoosterUpdateOneIter(b, it, d.h);
-      if (st != 0) {
-        XGBoosterFree(b);
-        xgb_check(st, "XGBoosterUpdateOneIter");
-      }
-    }
-    boosters_.push_back(b);
+  // Built aside, so that a failure leaves the previous model in place.
+  std::vector<void*> trained;
+  try {
+    for (int m = 0; m < opt_.ensemble; ++m) trained.push_back(train_booster(d.h, m));
+  } catch (...) {
+    for (void* b : trained) XGBoosterFree(static_cast<BoosterHandle>(b));
+    throw;
   }
+  free_boosters();
+  boosters_ = std::move(trained);
+}
+
+void* XGBCostModel::train_booster(void* dmatrix, int member) const {
+  DMatrixHandle d = dmatrix;
+  BoosterHandle b = nullptr;
+  xgb_check(XGBoosterCreate(&d, 1, &b), "XGBoosterCreate");
+  auto check = [&](int status, const char* what) {
+    if (status == 0) return;
+    XGBoosterFree(b);
+    xgb_check(status, what);
+  };
+  // One member sees every row; ensemble members see their own subsample.
+  const std::map<std::string, std::string> params = {
+      {"nthread", "1"},
+      {"verbosity", "0"},
+      {"objective", opt_.objective},
+      {"max_depth", std::to_string(opt_.max_depth)},
+      {"eta", fmt::format("{}", opt_.eta)},
+      {"gamma", fmt::format("{}", opt_.gamma)},
+      {"min_child_weight", fmt::format("{}", opt_.min_child_weight)},
+      {"subsample", opt_.ensemble > 1 ? fmt::format("{}", opt_.ensemble_subsample) : "1"},
+      {"lambda", "1"},
+      {"alpha", "0"},
+      {"tree_method", "exact"},
+      {"seed", std::to_string(opt_.seed * 7919 + uint64_t(member))},
+  };
+  for (const auto& [k, v] : params) check(XGBoosterSetParam(b, k.c_str(), v.c_str()), "XGBoosterSetParam");
+  for (int it = 0; it < opt_.num_rounds; ++it) check(XGBoosterUpdateOneIter(b, it, d), "XGBoosterUpdateOneIter");
+  return b;
 }
 
 std::vector<double> XGBCostModel::predict(const std::vector<std::vector<float>>& xs) const {

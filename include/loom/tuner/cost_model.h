@@ -69,6 +69,8 @@ class XGBCostModel : public CostModel {
  private:
   void train(const std::vector<std::vector<float>>& xs, const std::vector<float>& ys,
              const std::vector<unsigned>& groups);
+  /// One booster trained on `dmatrix` (a DMatrixHandle); `member` picks its seed.
+  void* train_booster(void* dmatrix, int member) const;
   void free_boosters();
   XGBOptions opt_;
   std::vector<void*> boosters_;  // BoosterHandle each
