@@ -94,6 +94,7 @@ struct Options {
   bool svg = false;
   double xgb_restart = tuner::SAOptions().restart_from_best;  // share of SA chains restarted from the best measured
   double xgb_epsilon = tuner::SAOptions().epsilon;            // share of each XGB batch chosen at random
+  double xgb_novelty = tuner::SAOptions().novelty;            // share of each XGB batch chosen for novelty
   std::string xgb_objective = tuner::XGBOptions().objective;
   int xgb_ensemble = tuner::XGBOptions().ensemble;
   double xgb_uncertainty = tuner::XGBOptions().uncertainty;
@@ -134,6 +135,9 @@ cli::Command command() {
        "(default 0.5; 0 keeps the chains where they are)"},
       {"--xgb-epsilon", "F",
        "share of each XGB batch chosen at random among unmeasured configs (SAOptions::epsilon; default 0.05)"},
+      {"--xgb-novelty", "F",
+       "share of each XGB batch chosen for novelty: the best-scored configs farthest (in knobs) from every "
+       "measured one (SAOptions::novelty; default " + fmt::format("{}", tuner::SAOptions().novelty) + ")"},
       {"--xgb-objective", "OBJ", "the XGB cost model's objective: rank:pairwise or reg:squarederror (default rank:pairwise)"},
       {"--xgb-ensemble", "K",
        "boosters in the XGB cost model, each on a subsample of the rows; above 1 a config scores their mean "
@@ -195,6 +199,8 @@ Options options_from(const cli::Args& a) {
   if (o.xgb_restart > 1) a.usage_error("--xgb-restart must be in [0, 1]");
   o.xgb_epsilon = a.number("--xgb-epsilon", o.xgb_epsilon, 0);
   if (o.xgb_epsilon > 1) a.usage_error("--xgb-epsilon must be in [0, 1]");
+  o.xgb_novelty = a.number("--xgb-novelty", o.xgb_novelty, 0);
+  if (o.xgb_novelty > 1) a.usage_error("--xgb-novelty must be in [0, 1]");
   o.xgb_objective = a.choice("--xgb-objective", o.xgb_objective, {"rank:pairwise", "reg:squarederror"});
   o.xgb_ensemble = int(a.integer("--xgb-ensemble", o.xgb_ensemble, 1, 64));
   o.xgb_uncertainty = a.number("--xgb-uncertainty", o.xgb_uncertainty, 0);
@@ -492,6 +498,7 @@ void tune_run(const Options& o, const TaskSpec& spec, const tuner::Task& task, c
     tuner::XGBTunerOptions xo;
     xo.explorer.restart_from_best = o.xgb_restart;
     xo.explorer.epsilon = o.xgb_epsilon;
+    xo.explorer.novelty = o.xgb_novelty;
     xo.model.objective = o.xgb_objective;
     xo.model.ensemble = o.xgb_ensemble;
     xo.model.uncertainty = o.xgb_uncertainty;

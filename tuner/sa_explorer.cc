@@ -24,6 +24,21 @@ SimulatedAnnealingExplorer::SimulatedAnnealingExplorer(const ConfigSpace& space,
     : space_(space), opt_(opt), rng_(seed) {
   LOOM_CHECK(opt_.n_chains >= 1, "SAOptions: n_chains must be at least 1, got {}", opt_.n_chains);
   LOOM_CHECK(opt_.epsilon >= 0 && opt_.epsilon <= 1, "SAOptions: epsilon must be in [0, 1], got {}", opt_.epsilon);
+  LOOM_CHECK(opt_.novelty >= 0 && opt_.novelty <= 1, "SAOptions: novelty must be in [0, 1], got {}", opt_.novelty);
+  LOOM_CHECK(opt_.novelty_pool > 0 && opt_.novelty_pool <= 1, "SAOptions: novelty_pool must be in (0, 1], got {}",
+             opt_.novelty_pool);
+}
+
+size_t SimulatedAnnealingExplorer::novelty_pool_size() const {
+  const double n = std::round(double(space_.size()) * opt_.novelty_pool);
+  return size_t(std::clamp(n, 1.0, double(std::max(1, opt_.n_chains * opt_.max_steps))));
+}
+
+int SimulatedAnnealingExplorer::share_of(int batch_size, double share) {
+  int n = int(std::floor(batch_size * share));
+  double frac = batch_size * share - n;
+  if (frac > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < frac) ++n;
+  return std::min(n, batch_size);
 }
 
 int64_t SimulatedAnnealingExplorer::random_config() {
@@ -78,17 +93,18 @@ std::vector<int64_t> SimulatedAnnealingExplorer::random_unvisited(int n, const V
 
 std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, const ScoreFn& score,
                                                             const VisitedFn& visited,
-                                                            const std::vector<int64_t>& starts) {
+                                                            const std::vector<int64_t>& starts,
+                                                            const std::vector<int64_t>& measured) {
   if (batch_size <= 0) return {};
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-  int n_random = int(std::floor(batch_size * opt_.epsilon));
-  double frac = batch_size * opt_.epsilon - n_random;
-  if (frac > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < frac) ++n_random;
-  n_random = std::min(n_random, batch_size);
-  int n_model = batch_size - n_random;
+  const int n_random = share_of(batch_size, opt_.epsilon);
+  const int n_model = batch_size - n_random;
+  const int n_novel = std::min(n_model, share_of(batch_size, opt_.novelty));
 
-  // The best unvisited configs seen, kept at a few times the batch size for de-duplication.
+  // The best unvisited configs seen: a few times the batch size for de-duplication, and the
+  // novelty pool when the batch has novelty picks.
   size_t keep = size_t(std::max(1, n_model)) * 3;
+  if (n_novel > 0) keep = std::max(keep, novelty_pool_size());
   std::map<int64_t, double> best;  // index -> score
   auto offer = [&](int64_t idx, double s) {
     if (!std::isfinite(s) || best.count(idx) || visited(idx)) return false;
@@ -115,7 +131,7 @@ std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, cons
       LOOM_ICHECK(s.size() == idx.size());
       for (size_t k = 0; k < idx.size(); ++k) offer(idx[k], s[k]);
     }
-    return select(best, n_model, batch_size, visited);
+    return select(best, n_model, n_novel, batch_size, visited, measured);
   }
 
   if (int(chains_.size()) != opt_.n_chains) {
@@ -166,11 +182,12 @@ std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, cons
     }
   }
 
-  return select(best, n_model, batch_size, visited);
+  return select(best, n_model, n_novel, batch_size, visited, measured);
 }
 
 std::vector<int64_t> SimulatedAnnealingExplorer::select(const std::map<int64_t, double>& best, int n_model,
-                                                        int batch_size, const VisitedFn& visited) {
+                                                        int n_novel, int batch_size, const VisitedFn& visited,
+                                                        const std::vector<int64_t>& measured) {
   // Best first; skip near-duplicates of what is already chosen, then fill from the skipped.
   std::vector<std::pair<int64_t, double>> ranked(best.begin(), best.end());
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
@@ -179,8 +196,9 @@ std::vector<int64_t> SimulatedAnnealingExplorer::select(const std::map<int64_t, 
   std::vector<int64_t> out;
   std::vector<std::vector<int>> chosen;
   std::vector<int64_t> skipped;
+  const int n_best = n_model - n_novel;
   for (const auto& [idx, s] : ranked) {
-    if (int(out.size()) >= n_model) break;
+    if (int(out.size()) >= n_best) break;
     std::vector<int> c = space_.get(idx).choices();
     bool dup = std::any_of(chosen.begin(), chosen.end(), [&](const auto& o) { return near_duplicate(c, o); });
     if (dup) {
@@ -191,8 +209,38 @@ std::vector<int64_t> SimulatedAnnealingExplorer::select(const std::map<int64_t, 
     chosen.push_back(std::move(c));
   }
   for (int64_t idx : skipped) {
-    if (int(out.size()) >= n_model) break;
+    if (int(out.size()) >= n_best) break;
     out.push_back(idx);
+    chosen.push_back(space_.get(idx).choices());
+  }
+
+  // Novelty: the pool's config farthest (in knobs changed) from everything measured or chosen.
+  if (n_novel > 0) {
+    std::vector<std::vector<int>> known = chosen;
+    for (int64_t idx : measured) known.push_back(space_.get(idx).choices());
+    const size_t pool = std::min(ranked.size(), novelty_pool_size());
+    std::vector<std::vector<int>> candidates(pool);
+    std::vector<int> distance(pool, std::numeric_limits<int>::max());
+    auto knobs_apart = [](const std::vector<int>& a, const std::vector<int>& b) {
+      int d = 0;
+      for (size_t k = 0; k < a.size(); ++k) d += a[k] != b[k];
+      return d;
+    };
+    for (size_t p = 0; p < pool; ++p) {
+      candidates[p] = space_.get(ranked[p].first).choices();
+      for (const auto& k : known) distance[p] = std::min(distance[p], knobs_apart(candidates[p], k));
+    }
+    std::vector<bool> taken(pool, false);
+    for (size_t p = 0; p < pool; ++p) taken[p] = std::find(out.begin(), out.end(), ranked[p].first) != out.end();
+    for (int q = 0; q < n_novel; ++q) {
+      size_t far = pool;
+      for (size_t p = 0; p < pool; ++p)
+        if (!taken[p] && (far == pool || distance[p] > distance[far])) far = p;
+      if (far == pool) break;
+      taken[far] = true;
+      out.push_back(ranked[far].first);
+      for (size_t p = 0; p < pool; ++p) distance[p] = std::min(distance[p], knobs_apart(candidates[p], candidates[far]));
+    }
   }
   int want_random = batch_size - int(out.size());
   std::vector<int64_t> extra = random_unvisited(want_random, visited, out);

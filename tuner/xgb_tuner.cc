@@ -97,12 +97,13 @@ std::vector<int64_t> XGBTuner::next_batch(int n) {
   // Knob features cannot see that the template rejects a config: such proposals are dropped
   // (and scored -inf from then on) and the explorer asked again until the batch is full. Each
   // round excludes at least one more config, so an empty batch means the space is exhausted.
-  std::vector<int64_t> out;
+  std::vector<int64_t> out, known;  // known: measured or in this batch, for novelty picks
+  for (const auto& entry : history()) known.push_back(entry.first);
   while (int(out.size()) < n) {
-    std::vector<int64_t> more = explorer_->next_batch(n - int(out.size()), score_fn, measured, starts);
+    std::vector<int64_t> more = explorer_->next_batch(n - int(out.size()), score_fn, measured, starts, known);
     if (more.empty()) break;
     for (int64_t i : more) {
-      if (buildable(i)) out.push_back(i);
+      if (buildable(i)) out.push_back(i), known.push_back(i);
       proposed.insert(i);
     }
   }

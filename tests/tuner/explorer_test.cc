@@ -66,6 +66,7 @@ TEST(Explorer, SmallSpacesAreRankedWhole) {
   ConfigSpace space = make_space();
   SAOptions o;
   o.epsilon = 0;
+  o.novelty = 0;
   o.max_steps = 0;  // no annealing at all: only the exhaustive path can find the peak
   o.exhaustive_up_to = space.size();
   SimulatedAnnealingExplorer ex(space, o, 1);
@@ -85,6 +86,55 @@ TEST(Explorer, SmallSpacesAreRankedWhole) {
   std::vector<double> s = peak(batch);
   EXPECT_EQ(s[0], 0);
   for (size_t k = 1; k < s.size(); ++k) EXPECT_GE(s[k], -2);
+}
+
+int knobs_apart(const ConfigSpace& space, int64_t x, int64_t y) {
+  std::vector<int> a = space.get(x).choices(), b = space.get(y).choices();
+  int d = 0;
+  for (size_t k = 0; k < a.size(); ++k) d += a[k] != b[k];
+  return d;
+}
+
+TEST(Explorer, NoveltyPicksPromisingConfigsAwayFromTheMeasuredOnes) {
+  ConfigSpace space = make_space();
+  // Only knob a matters: the 112 configs with a = 5 score best, all alike.
+  auto a_is_5 = [&space](const std::vector<int64_t>& idx) {
+    std::vector<double> out;
+    for (int64_t i : idx) out.push_back(-std::abs(space.get(i).choices()[0] - 5));
+    return out;
+  };
+  const std::vector<int64_t> measured = {space.index_of({5, 0, 0}), space.index_of({5, 0, 1})};
+  auto visited = [&](int64_t i) { return std::find(measured.begin(), measured.end(), i) != measured.end(); };
+  auto nearest_known = [&](int64_t i, const std::vector<int64_t>& batch) {
+    int d = 1 << 30;
+    for (int64_t m : measured) d = std::min(d, knobs_apart(space, i, m));
+    for (int64_t b : batch)
+      if (b != i) d = std::min(d, knobs_apart(space, i, b));
+    return d;
+  };
+  SAOptions o;
+  o.epsilon = 0;
+  o.exhaustive_up_to = space.size();
+
+  o.novelty = 0;
+  SimulatedAnnealingExplorer greedy(space, o, 1);
+  std::vector<int64_t> g = greedy.next_batch(4, a_is_5, visited, {}, measured);
+  ASSERT_EQ(g.size(), 4u);
+  int greedy_nearest = 1 << 30;
+  for (int64_t i : g) {
+    EXPECT_EQ(space.get(i).choices()[0], 5);
+    greedy_nearest = std::min(greedy_nearest, nearest_known(i, g));
+  }
+  EXPECT_EQ(greedy_nearest, 1);  // ties go to the lowest indices, next to the measured ones
+
+  o.novelty = 0.5;
+  SimulatedAnnealingExplorer novel(space, o, 1);
+  std::vector<int64_t> n = novel.next_batch(4, a_is_5, visited, {}, measured);
+  ASSERT_EQ(n.size(), 4u);
+  for (int64_t i : n) EXPECT_EQ(space.get(i).choices()[0], 5);  // all still among the best
+  // The two novelty picks (last) differ from everything known in both free knobs.
+  EXPECT_EQ(nearest_known(n[2], n), 2);
+  EXPECT_EQ(nearest_known(n[3], n), 2);
 }
 
 TEST(Explorer, RandomShareNeverRepeatsOrRevisits) {
@@ -107,6 +157,12 @@ TEST(Explorer, BadOptions) {
   EXPECT_THROW(SimulatedAnnealingExplorer(space, o, 0), Error);
   o = SAOptions();
   o.epsilon = 1.5;
+  EXPECT_THROW(SimulatedAnnealingExplorer(space, o, 0), Error);
+  o = SAOptions();
+  o.novelty = -0.1;
+  EXPECT_THROW(SimulatedAnnealingExplorer(space, o, 0), Error);
+  o = SAOptions();
+  o.novelty_pool = 0;
   EXPECT_THROW(SimulatedAnnealingExplorer(space, o, 0), Error);
 }
 

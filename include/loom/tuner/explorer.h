@@ -24,6 +24,15 @@ struct SAOptions {
   /// Fraction of the chains restarted at each batch from the best measured configs (the
   /// `starts` of next_batch), so the search refines around what measured fast.
   double restart_from_best = 0.5;
+  /// Fraction of each batch chosen for novelty: among the best-scored configs the search
+  /// saw (the pool), the one that differs in the most knobs from every measured config (and
+  /// from those already in the batch); ties go to the better score. A model fit on one
+  /// plateau of a landscape ranks that plateau first; these picks stay promising but sample
+  /// the regions its measurements do not cover.
+  double novelty = 0.5;
+  /// The pool's size as a share of the space (at least 1 config, at most the n_chains *
+  /// max_steps an annealing round can score).
+  double novelty_pool = 1.0 / 32;
   /// Spaces of at most this many configs are scored whole instead of annealed (for scores
   /// cheap enough to compute for every config).
   int64_t exhaustive_up_to = 0;
@@ -44,9 +53,11 @@ class SimulatedAnnealingExplorer {
 
   /// Up to `batch_size` distinct configs, none of them visited; fewer only when the space
   /// has no more. `starts`, best first (e.g. the fastest measured configs), replace the
-  /// chains' worst positions, up to restart_from_best of the chains.
+  /// chains' worst positions, up to restart_from_best of the chains. `measured` are the
+  /// configs the novelty picks keep away from.
   std::vector<int64_t> next_batch(int batch_size, const ScoreFn& score, const VisitedFn& visited,
-                                  const std::vector<int64_t>& starts = {});
+                                  const std::vector<int64_t>& starts = {},
+                                  const std::vector<int64_t>& measured = {});
 
   /// A config differing from `index` in one knob's value.
   int64_t neighbor(int64_t index);
@@ -59,9 +70,13 @@ class SimulatedAnnealingExplorer {
 
  private:
   /// The `n_model` best of `best` (index -> score), skipping near-duplicates of those already
-  /// chosen while others remain, then random unvisited configs up to `batch_size`.
-  std::vector<int64_t> select(const std::map<int64_t, double>& best, int n_model, int batch_size,
-                              const VisitedFn& visited);
+  /// chosen while others remain, `n_novel` of them chosen for novelty against `measured`,
+  /// then random unvisited configs up to `batch_size`.
+  std::vector<int64_t> select(const std::map<int64_t, double>& best, int n_model, int n_novel, int batch_size,
+                              const VisitedFn& visited, const std::vector<int64_t>& measured);
+  /// Stochastic rounding of batch_size * share.
+  int share_of(int batch_size, double share);
+  size_t novelty_pool_size() const;
 
   const ConfigSpace& space_;
   SAOptions opt_;
