@@ -75,9 +75,9 @@ const std::vector<TaskSpec>& all_tasks() {
 
 struct Options {
   std::string log_dir = "tune_efficiency_logs";
-  // A run that never reaches the bar counts as trials+1, so the budget caps random's figure:
-  // replayed on matmul_odd's whole space (8190 configs), random needs 116 trials on average at
-  // 128 with misses counted as 129; at 64 it averages 57, most of its runs missing and counted as 65.
+  // A run that never reaches the bar counts as trials+1, so the budget caps random's figure;
+  // docs/benchmarks.md gives the replay on matmul_odd where it averages 116 trials at 128 and
+  // 57 at 64, most of its runs missing and counted as 65.
   int trials = 128;
   std::vector<int> seeds = {1, 2, 3};
   // Tasks where search matters: few configs within 95% of the best (3-5% in the logs of
@@ -85,6 +85,7 @@ struct Options {
   // quarter of the configs or more are within 95% (matmul256/512, conv_*, bmm, dense_relu,
   // dense_skinny: every tuner gets there in its first, random batch) and dw_c64_s2, whose
   // best measured config stands 15% above the next and was never measured that fast again.
+  // matmul_odd2 turned out broad-topped in a later run (random within 95% in 3 trials).
   std::vector<std::string> tasks = {"depthwise", "dw_c256", "matmul_odd", "matmul_odd2"};
   std::vector<std::string> tuners = {"xgb", "random", "ga"};
   // The model learns after every batch. 4 is two rounds of the measurer's two build workers
