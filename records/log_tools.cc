@@ -11,6 +11,8 @@
 #include <fstream>
 #include <unordered_map>
 
+#include <fmt/ranges.h>
+
 namespace loom::records {
 
 namespace {
@@ -85,6 +87,7 @@ std::vector<WorkloadSummary> summary(const std::vector<std::string>& paths, std:
   std::vector<Record> all = read_all(paths, warn);
   std::vector<WorkloadSummary> rows;
   std::vector<std::vector<double>> gflops;  // per row, per trial
+  std::vector<std::map<int64_t, double>> fastest;  // per row: config index -> its best GFLOP/s
   std::unordered_map<std::string, size_t> index;
   for (const Record& r : all) {
     std::string k = r.workload.key() + '\n' + r.target;
@@ -94,6 +97,7 @@ std::vector<WorkloadSummary> summary(const std::vector<std::string>& paths, std:
       rows.back().key = r.workload.key();
       rows.back().target = r.target;
       gflops.emplace_back();
+      fastest.emplace_back();
     }
     WorkloadSummary& s = rows[it->second];
     ++s.trials;
@@ -103,6 +107,8 @@ std::vector<WorkloadSummary> summary(const std::vector<std::string>& paths, std:
       continue;
     }
     ++s.valid;
+    double& f = fastest[it->second][r.config.index];
+    f = std::max(f, r.gflops());
     if (s.best_config < 0 || r.result.mean_cost() < s.best_cost) {
       s.best_cost = r.result.mean_cost();
       s.best_gflops = r.gflops();
@@ -118,20 +124,31 @@ std::vector<WorkloadSummary> summary(const std::vector<std::string>& paths, std:
         break;
       }
     }
+    std::vector<std::pair<double, int64_t>> by_speed;
+    for (const auto& [config, g] : fastest[i]) by_speed.emplace_back(-g, config);
+    std::sort(by_speed.begin(), by_speed.end());
+    rows[i].configs = int64_t(by_speed.size());
+    for (const auto& [neg_g, config] : by_speed) {
+      if (-neg_g >= 0.95 * rows[i].best_gflops) ++rows[i].configs_within_95;
+      if (rows[i].top_configs.size() < 3) rows[i].top_configs.push_back(config);
+    }
   }
   return rows;
 }
 
 std::string format_summary(const std::vector<WorkloadSummary>& rows) {
   std::vector<std::vector<std::string>> cells = {
-      {"workload", "target", "trials", "valid", "errors", "best GFLOP/s", "best config", "trials to 95%"}};
+      {"workload", "target", "trials", "valid", "errors", "best GFLOP/s", "best config", "trials to 95%",
+       "configs within 95%", "top 3 configs"}};
   for (const auto& s : rows) {
     std::string errs;
     for (const auto& [code, n] : s.errors) errs += fmt::format("{}{}={}", errs.empty() ? "" : ",", to_string(code), n);
     cells.push_back({s.key, s.target, std::to_string(s.trials), std::to_string(s.valid), errs.empty() ? "-" : errs,
                      s.valid ? fmt::format("{:.2f}", s.best_gflops) : "-",
                      s.valid ? std::to_string(s.best_config) : "-",
-                     s.valid ? std::to_string(s.trials_to_95) : "-"});
+                     s.valid ? std::to_string(s.trials_to_95) : "-",
+                     s.valid ? fmt::format("{}/{}", s.configs_within_95, s.configs) : "-",
+                     s.valid ? fmt::format("{}", fmt::join(s.top_configs, ",")) : "-"});
   }
   std::vector<size_t> width(cells[0].size(), 0);
   for (const auto& row : cells)
@@ -140,7 +157,7 @@ std::string format_summary(const std::vector<WorkloadSummary>& rows) {
   for (const auto& row : cells) {
     std::string line;
     for (size_t c = 0; c < row.size(); ++c) {
-      bool numeric = c >= 2 && c != 4;
+      bool numeric = c >= 2 && c != 4 && c != 9;
       line += numeric ? fmt::format("{:>{}}", row[c], width[c]) : fmt::format("{:<{}}", row[c], width[c]);
       if (c + 1 < row.size()) line += "  ";
     }

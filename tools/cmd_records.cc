@@ -109,7 +109,7 @@ Command records_command() {
       "Tuning logs are JSON lines, one trial a line; malformed lines are reported and skipped.\n"
       "Run `loom records CMD --help` for one command's options.";
   c.subcommands = {
-      sub("summary", "one row per workload and target: trials, errors, best GFLOP/s, trials to 95%",
+      sub("summary", "one row per workload and target: trials, errors, best GFLOP/s, trials to 95%, configs within 95%",
           "FILE...", "", {}, summary),
       sub("best", "the best valid record of each workload and target, with its knob values",
           "FILE... [--json]", "With --json, prints the records themselves, one JSON line each.",

@@ -464,6 +464,9 @@ TEST_F(RecordsTest, MergeDistillSummaryCurveAndPlot) {
   EXPECT_EQ(rows[0].best_config, 4);
   EXPECT_DOUBLE_EQ(rows[0].best_gflops, 2.0 * 64 * 64 * 64 / 1e-3 / 1e9);
   EXPECT_EQ(rows[0].trials_to_95, 3);  // 1.02e-3 is within 5% of 1e-3
+  EXPECT_EQ(rows[0].configs, 4);       // the compile error's config has no valid record
+  EXPECT_EQ(rows[0].configs_within_95, 2);
+  EXPECT_EQ(rows[0].top_configs, (std::vector<int64_t>{4, 2, 3}));
   EXPECT_EQ(rows[1].valid, 0);
   EXPECT_EQ(rows[1].errors.at(ErrorCode::kRunTimeout), 1);
   EXPECT_EQ(rows[1].trials_to_95, -1);
@@ -471,6 +474,11 @@ TEST_F(RecordsTest, MergeDistillSummaryCurveAndPlot) {
   EXPECT_NE(table.find("matmul(64,64,64;float32)"), std::string::npos) << table;
   EXPECT_NE(table.find("compile=1"), std::string::npos) << table;
   EXPECT_NE(table.find("run_timeout=1"), std::string::npos) << table;
+  EXPECT_NE(table.find(" 2/4  4,2,3"), std::string::npos) << table;
+  // A second record of a config counts once, at its fastest.
+  auto two = summary({p1, p2});
+  EXPECT_EQ(two[0].configs, 5);  // p2 adds a valid record of config 1
+  EXPECT_EQ(two[0].top_configs, (std::vector<int64_t>{4, 2, 3}));
 
   std::string merged = path("merged.jsonl");
   MergeStats st = merge({p1, p2}, merged);

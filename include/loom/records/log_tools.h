@@ -25,6 +25,12 @@ struct WorkloadSummary {
   /// 1-based trial number (in log order, counting this workload's records) of the first
   /// record reaching 95% of best_gflops; -1 when no valid record.
   int64_t trials_to_95 = -1;
+  /// Distinct configs with a valid record, and how many of them have one within 95% of
+  /// best_gflops: on a log of the whole space (`loom tune --tuner grid`), how narrow the top is.
+  int64_t configs = 0;
+  int64_t configs_within_95 = 0;
+  /// Indices of the (up to) three fastest distinct configs, fastest first.
+  std::vector<int64_t> top_configs;
 };
 
 /// One summary per (workload, target) over `paths` read in order, in order of first appearance.
