@@ -89,8 +89,9 @@ struct Options {
   // best measured config stands 15% above the next and was never measured that fast again.
   // matmul_odd2 turned out broad-topped in a later run (random within 95% in 3 trials).
   // dw_c256_28 and dw_c128_s2 were chosen, before any tuner ran on them, from ten MobileNet-like
-  // depthwise shapes as the two whose whole space, measured twice, had the same three fastest
-  // configs both times and at most 2% of its configs within 95% of the best (docs/benchmarks.md).
+  // depthwise shapes as the two whose whole space, measured twice on 2 threads, had the same three
+  // fastest configs both times; on the benchmark's 1 thread they keep at most 2% of their configs
+  // within 95% of the best, but their top three move between passes (docs/benchmarks.md).
   std::vector<std::string> tasks = {"depthwise", "dw_c256", "matmul_odd", "dw_c256_28", "dw_c128_s2"};
   std::vector<std::string> tuners = {"xgb", "random", "ga"};
   // The model learns after every batch. 4 is two rounds of the measurer's two build workers
