@@ -178,13 +178,21 @@ int XGBCostModel::load_history(const Task& task, const std::vector<records::Reco
     } catch (const std::exception&) {
       continue;  // a workload this build cannot create
     }
+    // A config measured more than once (several runs of one task) is one row, at its fastest:
+    // repeated rows would only weigh it more, and featurizing each copy costs a lowering.
+    std::map<int64_t, std::pair<const records::Record*, double>> fastest;
+    for (const records::Record* r : group) {
+      const double cost = r->valid() ? r->result.mean_cost() : INFINITY;
+      auto [it, inserted] = fastest.emplace(r->config.index, std::make_pair(r, cost));
+      if (!inserted && cost < it->second.second) it->second = {r, cost};
+    }
     std::vector<std::vector<float>> xs;
     std::vector<double> costs;
-    for (const records::Record* r : group) {
+    for (const auto& [index, best] : fastest) {
       try {
-        ConfigEntity e = own->space().from_record(r->config);
+        ConfigEntity e = own->space().from_record(best.first->config);
         xs.push_back(extract_features(*own, e, set));
-        costs.push_back(r->valid() ? r->result.mean_cost() : INFINITY);
+        costs.push_back(best.second);
       } catch (const std::exception&) {
         continue;  // does not fit (or cannot be built on) this task
       }

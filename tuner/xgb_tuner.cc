@@ -1,6 +1,7 @@
 // XGBTuner: cost-model-guided search (XGBoost model + simulated annealing).
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <unordered_set>
 
@@ -21,12 +22,19 @@ void XGBTuner::reset(const TuneOptions& opt) {
   explorer_ = std::make_unique<SimulatedAnnealingExplorer>(task_.space(), sa, opt.seed);
   feature_cache_.clear();
   instantiated_.clear();
-  for (const std::string& path : opt.transfer_from) {
-    records::LogContents log = records::read_log(path, opt.progress);
-    int used = model_->load_history(task_, log.records, xopt_.features);
+  if (!opt.transfer_from.empty()) {
+    // All logs at once, so that a config logged by several runs is learned once.
+    std::vector<records::Record> all;
+    for (const std::string& path : opt.transfer_from) {
+      records::LogContents log = records::read_log(path, opt.progress);
+      all.insert(all.end(), std::make_move_iterator(log.records.begin()), std::make_move_iterator(log.records.end()));
+    }
+    int used = model_->load_history(task_, all, xopt_.features);
     if (opt.progress)
-      *opt.progress << fmt::format("[{}] {}: transfer learning from {} records of {}\n", name(), task_.key(), used,
-                                   path);
+      *opt.progress << fmt::format("[{}] {}: transfer learning from {} distinct configs ({} records in {})\n", name(),
+                                   task_.key(), used, all.size(),
+                                   opt.transfer_from.size() == 1 ? opt.transfer_from[0]
+                                                                 : fmt::format("{} logs", opt.transfer_from.size()));
   }
 }
 

@@ -162,6 +162,27 @@ TEST(CostModel, LoadHistoryUsesRecordsOfTheSameTemplate) {
   EXPECT_TRUE(m.trained());
 }
 
+TEST(CostModel, LoadHistoryLearnsEachConfigOnce) {
+  // Three runs' logs of one task: every config three times, with different costs.
+  Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
+  std::vector<records::Record> recs;
+  for (int run = 0; run < 3; ++run) {
+    for (int64_t k = 0; k < 6; ++k) {
+      records::Record r;
+      r.workload = task.workload();
+      r.target = task.target().str();
+      r.flop = task.flop();
+      r.config = task.space().get(k).to_record();
+      r.result.costs = {1e-3 * double(1 + (k + run) % 4)};
+      recs.push_back(r);
+    }
+  }
+  XGBCostModel m;
+  EXPECT_EQ(m.load_history(task, recs), 6);
+  EXPECT_EQ(m.history_size(), 6u);
+  EXPECT_TRUE(m.trained());
+}
+
 TEST(CostModel, LoadHistoryLearnsFromOtherShapes) {
   // Records of matmul(48,80,32), whose split values mostly do not exist in matmul(64,64,64)'s
   // space: each is featurized on its own workload, and every one of them is used.

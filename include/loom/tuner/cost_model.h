@@ -60,8 +60,9 @@ class XGBCostModel : public CostModel {
   /// Adds records of `task`'s template (any shape, this target kind) as history; each
   /// workload forms its own group, with targets normalized by that workload's best
   /// throughput. A record is featurized on its own workload, so other shapes of the template
-  /// count; records whose config does not fit their workload's space are skipped. Returns
-  /// the number of records used. `set` must be the feature set the model is used with.
+  /// count; records whose config does not fit their workload's space are skipped, and a
+  /// config with several records is one row, at its fastest. Returns the number of rows
+  /// added. `set` must be the feature set the model is used with.
   int load_history(const Task& task, const std::vector<records::Record>& records,
                    FeatureSet set = FeatureSet::kItervarKnob);
   size_t history_size() const { return hist_x_.size(); }
