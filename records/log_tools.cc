@@ -15,9 +15,7 @@
 
 namespace loom::records {
 
-namespace {
-
-std::vector<Record> read_all(const std::vector<std::string>& paths, std::ostream* warn) {
+std::vector<Record> read_logs(const std::vector<std::string>& paths, std::ostream* warn) {
   std::vector<Record> out;
   for (const auto& p : paths) {
     LogContents c = read_log(p, warn);
@@ -25,6 +23,8 @@ std::vector<Record> read_all(const std::vector<std::string>& paths, std::ostream
   }
   return out;
 }
+
+namespace {
 
 /// Writes `records` as a log at `path`, replacing it atomically (temporary file + rename).
 void write_log_file(const std::string& path, const std::vector<const Record*>& records) {
@@ -84,7 +84,7 @@ std::string tick_label(double v) {
 }  // namespace
 
 std::vector<WorkloadSummary> summary(const std::vector<std::string>& paths, std::ostream* warn) {
-  std::vector<Record> all = read_all(paths, warn);
+  std::vector<Record> all = read_logs(paths, warn);
   std::vector<WorkloadSummary> rows;
   std::vector<std::vector<double>> gflops;  // per row, per trial
   std::vector<std::map<int64_t, double>> fastest;  // per row: config index -> its best GFLOP/s
@@ -124,12 +124,11 @@ std::vector<WorkloadSummary> summary(const std::vector<std::string>& paths, std:
         break;
       }
     }
-    std::vector<std::pair<double, int64_t>> by_speed;
-    for (const auto& [config, g] : fastest[i]) by_speed.emplace_back(-g, config);
-    std::sort(by_speed.begin(), by_speed.end());
+    std::vector<std::pair<int64_t, double>> by_speed(fastest[i].begin(), fastest[i].end());
+    std::stable_sort(by_speed.begin(), by_speed.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
     rows[i].configs = int64_t(by_speed.size());
-    for (const auto& [neg_g, config] : by_speed) {
-      if (-neg_g >= 0.95 * rows[i].best_gflops) ++rows[i].configs_within_95;
+    for (const auto& [config, g] : by_speed) {
+      if (g >= 0.95 * rows[i].best_gflops) ++rows[i].configs_within_95;
       if (rows[i].top_configs.size() < 3) rows[i].top_configs.push_back(config);
     }
   }
@@ -168,7 +167,7 @@ std::string format_summary(const std::vector<WorkloadSummary>& rows) {
 }
 
 MergeStats merge(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn) {
-  std::vector<Record> all = read_all(paths, warn);
+  std::vector<Record> all = read_logs(paths, warn);
   MergeStats st;
   st.read = int64_t(all.size());
   std::vector<size_t> kept;  // indices into `all`, in first-appearance order
@@ -192,7 +191,7 @@ MergeStats merge(const std::vector<std::string>& paths, const std::string& out, 
 }
 
 int64_t distill(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn) {
-  std::vector<Record> all = read_all(paths, warn);
+  std::vector<Record> all = read_logs(paths, warn);
   std::vector<size_t> kept;
   std::unordered_map<std::string, size_t> slot;
   for (size_t i = 0; i < all.size(); ++i) {

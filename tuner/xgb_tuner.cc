@@ -1,10 +1,10 @@
 // XGBTuner: cost-model-guided search (XGBoost model + simulated annealing).
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <limits>
 #include <unordered_set>
 
+#include "loom/records/log_tools.h"
 #include "loom/tuner/features.h"
 #include "loom/tuner/tuner.h"
 
@@ -24,11 +24,7 @@ void XGBTuner::reset(const TuneOptions& opt) {
   instantiated_.clear();
   if (!opt.transfer_from.empty()) {
     // All logs at once, so that a config logged by several runs is learned once.
-    std::vector<records::Record> all;
-    for (const std::string& path : opt.transfer_from) {
-      records::LogContents log = records::read_log(path, opt.progress);
-      all.insert(all.end(), std::make_move_iterator(log.records.begin()), std::make_move_iterator(log.records.end()));
-    }
+    std::vector<records::Record> all = records::read_logs(opt.transfer_from, opt.progress);
     int used = model_->load_history(task_, all, xopt_.features);
     if (opt.progress)
       *opt.progress << fmt::format("[{}] {}: transfer learning from {} distinct configs ({} records in {})\n", name(),

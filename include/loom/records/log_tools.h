@@ -33,6 +33,10 @@ struct WorkloadSummary {
   std::vector<int64_t> top_configs;
 };
 
+/// The records of every log in `paths`, in order (read_log on each; skipped lines are
+/// reported on `warn` if given).
+std::vector<Record> read_logs(const std::vector<std::string>& paths, std::ostream* warn = nullptr);
+
 /// One summary per (workload, target) over `paths` read in order, in order of first appearance.
 /// Skipped lines are reported on `warn` if given.
 std::vector<WorkloadSummary> summary(const std::vector<std::string>& paths, std::ostream* warn = nullptr);
