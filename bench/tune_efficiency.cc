@@ -94,10 +94,11 @@ struct Options {
   // within 95% of the best, but their top three move between passes (docs/benchmarks.md).
   std::vector<std::string> tasks = {"depthwise", "dw_c256", "matmul_odd", "dw_c256_28", "dw_c128_s2"};
   std::vector<std::string> tuners = {"xgb", "random", "ga"};
-  // The model learns after every batch. 4 is two rounds of the measurer's two build workers
-  // on a 2-core machine (AutoTVM's batch is one round); replays on whole-space logs
-  // (--replay) of depthwise and dw_c256 gave xgb/random 0.28 at batch 4 against 0.41 at 8.
-  int batch = 4;
+  // The model learns after every batch. 0: as `loom tune`, one round of the measurer's build
+  // workers (one per core: 2 here). Replays on whole-space logs of seven depthwise shapes
+  // that are not benchmark tasks gave xgb/random 0.34 at batch 2 against 0.39 at 4
+  // (docs/benchmarks.md).
+  int batch = 0;
   double min_repeat_ms = 10;
   int splits = 5;
   int compile_samples = 8;
@@ -135,7 +136,7 @@ cli::Command command() {
       {"--seeds", "LIST", "seeds, and ranges A-B (default 1,2,3)"},
       {"--tasks", "LIST", "among " + names + " (default depthwise,dw_c256,matmul_odd,dw_c256_28,dw_c128_s2)"},
       {"--tuners", "LIST", "among xgb,random,ga,grid,xgb-transfer (default xgb,random,ga)"},
-      {"--batch", "B", "candidates per batch (default 4)"},
+      {"--batch", "B", "candidates per batch (default 0: as loom tune, one per build worker, i.e. per core)"},
       {"--min-repeat-ms", "MS", "measurer's min_repeat_ms (default 10)"},
       {"--splits", "S", "random 80/20 splits for the cost-model check (default 5)"},
       {"--compile-samples", "K", "configs per task compiled here to time compilation (default 8)"},
@@ -158,7 +159,8 @@ cli::Command command() {
       {"--no-tune", "", "tune nothing; report the runs whose logs exist (partial ones too)"},
       {"--replay", "DIR",
        "look every trial up in DIR/<task>.jsonl, a log of the task's whole space, instead of measuring it "
-       "(no re-measurement then)"},
+       "(no re-measurement then); with --replay, --tasks may also name any DIR/<name>.jsonl, its task taken from "
+       "its first record"},
       {"--rounds", "R",
        "re-measure the configs within 75% of the fastest logged one R times each, interleaved, and judge "
        "95% of the best by their medians too (default 5; 0: logged measurements only)"},
@@ -186,21 +188,23 @@ Options options_from(const cli::Args& a) {
     }
   }
   if (a.has("--tasks")) o.tasks = bench::split_list(a.str("--tasks"), ',');
+  o.replay = a.str("--replay", "");
   for (const auto& t : o.tasks) {
     bool known = std::any_of(all_tasks().begin(), all_tasks().end(), [&](const TaskSpec& s) { return s.name == t; });
-    if (!known) a.usage_error("--tasks: unknown task '{}'", t);
+    if (!known && (o.replay.empty() || !fs::exists(fs::path(o.replay) / (t + ".jsonl"))))
+      a.usage_error("--tasks: unknown task '{}'{}", t, o.replay.empty() ? "" : fmt::format(" (and no {}/{}.jsonl)", o.replay, t));
   }
   if (a.has("--tuners")) o.tuners = bench::split_list(a.str("--tuners"), ',');
   for (const auto& t : o.tuners)
     if (t != "xgb" && t != "random" && t != "ga" && t != "grid" && t != "xgb-transfer")
       a.usage_error("--tuners: unknown tuner '{}'", t);
-  o.batch = int(a.integer("--batch", o.batch, 1, 4096));
+  o.batch = int(a.integer("--batch", o.batch, 0, 4096));
+  if (o.batch == 0) o.batch = tuner::measure_workers(tuner::MeasureOptions());
   o.min_repeat_ms = a.number("--min-repeat-ms", o.min_repeat_ms, 0);
   o.splits = int(a.integer("--splits", o.splits, 1, 1000));
   o.compile_samples = int(a.integer("--compile-samples", o.compile_samples, 0, 1000));
   o.threads = int(a.integer("--threads", o.threads, 1, 1024));
   o.rounds = int(a.integer("--rounds", o.rounds, 0, 1000));
-  o.replay = a.str("--replay", "");
   if (!o.replay.empty()) o.rounds = 0;
   o.no_tune = a.has("--no-tune");
   o.svg = a.has("--svg");
@@ -245,12 +249,25 @@ double mean_trials(const std::vector<int>& per_seed, int trials) {
   return sum / double(per_seed.size());
 }
 
+/// Trials per run that reached the bar: all the trials the runs made before reaching it (a
+/// run that never did counts its whole budget) over the runs that did. The maximum-likelihood
+/// mean for a constant chance per trial, as random search has, so unlike mean_trials it is not
+/// capped by the budget; with every run reaching the bar the two are equal. A lower bound (the
+/// exposure, as if the next trial hit) when no run did.
+double trials_per_hit(const std::vector<int>& per_seed, int trials) {
+  double exposure = 0;
+  int hits = 0;
+  for (int t : per_seed) exposure += t ? t : trials, hits += t != 0;
+  return exposure / std::max(1, hits);
+}
+
 /// One row's cells of a trials table: each tuner's mean trials over seeds (* when some run
 /// never got there, - without runs), then xgb/random and, with xgb-transfer among the tuners,
-/// xgb-transfer/random (- when a tuner is missing). Appends the ratios to `ratios` and
-/// `transfer_ratios`; returns the means by tuner.
+/// xgb-transfer/random (- when a tuner is missing), then xgb/random by trials_per_hit. Appends
+/// the ratios to `ratios`, `transfer_ratios` and `hit_ratios`; returns the means by tuner.
 std::map<std::string, double> print_trial_cells(const Options& o, const std::map<std::string, std::vector<int>>& to95,
-                                                std::vector<double>& ratios, std::vector<double>& transfer_ratios) {
+                                                std::vector<double>& ratios, std::vector<double>& transfer_ratios,
+                                                std::vector<double>& hit_ratios) {
   std::map<std::string, double> mean;
   for (const auto& tn : o.tuners) {
     auto it = to95.find(tn);
@@ -272,6 +289,14 @@ std::map<std::string, double> print_trial_cells(const Options& o, const std::map
   };
   ratio("xgb", ratios, 10);
   if (std::count(o.tuners.begin(), o.tuners.end(), "xgb-transfer")) ratio("xgb-transfer", transfer_ratios, 11);
+  auto x = to95.find("xgb"), r = to95.find("random");
+  if (x == to95.end() || r == to95.end()) {
+    std::printf(" %10s", "-");
+  } else {
+    const bool bound = std::count(r->second.begin(), r->second.end(), 0) == std::ptrdiff_t(r->second.size());
+    hit_ratios.push_back(trials_per_hit(x->second, o.trials) / trials_per_hit(r->second, o.trials));
+    std::printf(" %9.2f%s", hit_ratios.back(), bound ? "<" : " ");
+  }
   return mean;
 }
 
@@ -439,8 +464,17 @@ std::map<int64_t, double> remeasure(const tuner::Task& task, const std::map<int6
   return out;
 }
 
-const TaskSpec& find_task(const std::string& name) {
-  return *std::find_if(all_tasks().begin(), all_tasks().end(), [&](const TaskSpec& s) { return s.name == name; });
+/// A built-in task, or with --replay the workload of the first record of DIR/<name>.jsonl, so
+/// that any whole-space log can be replayed.
+TaskSpec find_task(const Options& o, const std::string& name) {
+  auto it = std::find_if(all_tasks().begin(), all_tasks().end(), [&](const TaskSpec& s) { return s.name == name; });
+  if (it != all_tasks().end()) return *it;
+  const std::string path = (fs::path(o.replay) / (name + ".jsonl")).string();
+  LOOM_CHECK(!o.replay.empty() && fs::exists(path), "--tasks: unknown task '{}'", name);
+  records::LogContents log = records::read_log(path, &std::cerr);
+  LOOM_CHECK(!log.records.empty(), "--tasks: {} has no records to take task '{}' from", path, name);
+  const records::Workload& w = log.records.front().workload;
+  return TaskSpec{name, w.op, w.shape, w.attrs};
 }
 
 std::string log_of(const Options& o, const std::string& task, const std::string& tuner, int seed) {
@@ -452,7 +486,7 @@ std::string log_of(const Options& o, const std::string& task, const std::string&
 std::vector<std::string> transfer_sources(const Options& o, const TaskSpec& spec) {
   std::vector<std::string> out;
   for (const std::string& other : o.tasks) {
-    const TaskSpec& t = find_task(other);
+    const TaskSpec t = find_task(o, other);
     if (t.name == spec.name || t.op != spec.op) continue;
     for (const std::string& tn : o.tuners)
       for (int seed : o.seeds)
@@ -557,7 +591,7 @@ int run(const Options& o) {
   if (!o.no_tune) {
     for (bool transfer : {false, true})
       for (const std::string& name : o.tasks) {
-        const TaskSpec& spec = find_task(name);
+        const TaskSpec spec = find_task(o, name);
         tuner::Task task = tuner::Task::create(spec.op, spec.shape, Target::host(), "float32", spec.attrs);
         std::optional<Landscape> landscape;
         if (!o.replay.empty()) landscape = load_landscape(o, spec, task);
@@ -574,7 +608,7 @@ int run(const Options& o) {
   }
 
   for (const std::string& name : o.tasks) {
-    const TaskSpec& spec = find_task(name);
+    const TaskSpec spec = find_task(o, name);
     tuner::Task task = tuner::Task::create(spec.op, spec.shape, Target::host(), "float32", spec.attrs);
     TaskResult tr;
     tr.spec = spec;
@@ -675,13 +709,15 @@ int run(const Options& o) {
   const bool with_transfer = std::count(o.tuners.begin(), o.tuners.end(), "xgb-transfer") > 0;
   std::printf(" %10s", "xgb/random");
   if (with_transfer) std::printf(" %11s", "xfer/random");
+  std::printf(" %10s", "per hit");
   for (const auto& tn : o.tuners) std::printf(" %10s", ("final " + tn).c_str());
   std::printf(" %6s\n", "runs");
-  std::vector<double> ratios, transfer_ratios;
+  std::vector<double> ratios, transfer_ratios, hit_ratios;
   std::map<std::string, std::vector<double>> per_tuner_all;
   for (const TaskResult& tr : out) {
     std::printf("%-14s %10lld %9.1f", tr.spec.name.c_str(), (long long)tr.space, tr.best);
-    for (const auto& [tn, m] : print_trial_cells(o, tr.to95, ratios, transfer_ratios)) per_tuner_all[tn].push_back(m);
+    for (const auto& [tn, m] : print_trial_cells(o, tr.to95, ratios, transfer_ratios, hit_ratios))
+      per_tuner_all[tn].push_back(m);
     std::string runs;
     for (const auto& tn : o.tuners) {
       auto it = tr.to95.find(tn);
@@ -707,9 +743,14 @@ int run(const Options& o) {
     }
     std::printf(" %10.2f", bench::geomean(ratios));
     if (!transfer_ratios.empty()) std::printf(" %11.2f", bench::geomean(transfer_ratios));
+    if (!hit_ratios.empty()) std::printf(" %10.2f", bench::geomean(hit_ratios));
     std::printf("   (ratios: geometric mean of the per-task ratios; target <= 0.33)\n");
   }
-  std::printf("(best and final: GFLOP/s; final = mean over seeds of each run's best; runs: runs per tuner)\n\n");
+  std::printf(
+      "(best and final: GFLOP/s; final = mean over seeds of each run's best; runs: runs per tuner; per hit: "
+      "xgb/random as trials per run that reached the bar, the trials of every run before it got there (the whole "
+      "budget when it never did) over the runs that got there; not capped by the budget like the means; < when no "
+      "random run got there, a bound)\n\n");
   // The same judged by re-measured speed: a run reaches the bar when it measures a config
   // whose median over the re-measurement rounds is within 95% of the best such median.
   if (o.rounds > 0) {
@@ -721,13 +762,13 @@ int run(const Options& o) {
     for (const auto& tn : o.tuners) std::printf(" %12s", tn.c_str());
     std::printf(" %10s", "xgb/random");
     if (with_transfer) std::printf(" %11s", "xfer/random");
-    std::printf("\n");
-    std::vector<double> ref_ratios, ref_transfer;
+    std::printf(" %10s\n", "per hit");
+    std::vector<double> ref_ratios, ref_transfer, ref_hit;
     for (const TaskResult& tr : out) {
       const auto near = std::count_if(tr.reference.begin(), tr.reference.end(),
                                       [&](const auto& e) { return e.second >= 0.95 * tr.reference_best; });
       std::printf("%-14s %9zu %9.1f %6td", tr.spec.name.c_str(), tr.reference.size(), tr.reference_best, near);
-      print_trial_cells(o, tr.to95_reference, ref_ratios, ref_transfer);
+      print_trial_cells(o, tr.to95_reference, ref_ratios, ref_transfer, ref_hit);
       std::printf("\n");
     }
     if (!ref_ratios.empty()) {
@@ -735,6 +776,7 @@ int run(const Options& o) {
       for (size_t i = 0; i < o.tuners.size(); ++i) std::printf(" %12s", "");
       std::printf(" %10.2f", bench::geomean(ref_ratios));
       if (!ref_transfer.empty()) std::printf(" %11.2f", bench::geomean(ref_transfer));
+      if (!ref_hit.empty()) std::printf(" %10.2f", bench::geomean(ref_hit));
       std::printf("\n");
     }
     std::printf("(best: the best median GFLOP/s; <=95%%: shortlisted configs within 95%% of it)\n\n");

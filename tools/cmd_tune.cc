@@ -17,7 +17,7 @@ int run(const Args& a) {
   opt.resume = a.has("--resume");
   for (const std::string& f : a.all("--transfer-from")) require_file("--transfer-from", f);
   opt.transfer_from = a.all("--transfer-from");
-  opt.batch_size = int(a.integer("--batch", 16, 1, 4096));
+  opt.batch_size = int(a.integer("--batch", 0, 0, 4096));
   opt.seed = uint64_t(a.integer("--seed", 0, 0));
   opt.early_stopping = int(a.integer("--early-stopping", -1, -1, 1 << 30));
   opt.measure.timeout_s = a.number("--timeout", 10, 0.001);
@@ -91,7 +91,9 @@ Command tune_command() {
       {"--timeout", "S", "seconds allowed to build, and to run, one candidate (default: 10)"},
       {"--jobs", "N", "candidates built in parallel (default: 0, one per core)"},
       {"--seed", "N", "seed of the tuner's random choices (default: 0)"},
-      {"--batch", "N", "candidates proposed and measured per batch (default: 16)"},
+      {"--batch", "N",
+       "candidates proposed and measured before the tuner learns from them (default 0: one per build worker, "
+       "i.e. --jobs)"},
       {"--repeat", "R", "timed repeats per candidate (default: 3)"},
       {"--min-repeat-ms", "MS", "minimum duration of one timed repeat (default: 100)"},
       {"--early-stopping", "N", "stop after N trials without improvement (default: never)"},

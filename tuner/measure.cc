@@ -279,10 +279,14 @@ struct Measurer::Impl {
   }
 };
 
+int measure_workers(const MeasureOptions& opt) {
+  return opt.n_parallel > 0 ? opt.n_parallel : int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 Measurer::Measurer(Task task, MeasureOptions opt) : task_(std::move(task)), opt_(opt), impl_(new Impl) {
   LOOM_CHECK(opt_.repeat >= 1, "MeasureOptions: repeat must be at least 1, got {}", opt_.repeat);
   LOOM_CHECK(opt_.timeout_s > 0, "MeasureOptions: timeout_s must be positive, got {}", opt_.timeout_s);
-  int n = opt_.n_parallel > 0 ? opt_.n_parallel : int(std::max(1u, std::thread::hardware_concurrency()));
+  int n = measure_workers(opt_);
   impl_->task = &task_;
   impl_->opt = &opt_;
   if (task_.target().is_cuda()) {

@@ -101,23 +101,44 @@ std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, cons
   const int n_model = batch_size - n_random;
   const int n_novel = std::min(n_model, share_of(batch_size, opt_.novelty));
 
+  // Ties in score go to the config whose knob values the measured configs hold least: per
+  // knob, how many hold each value; a config's rarity sums 1 / (1 + that count).
+  std::vector<std::map<int, int>> held;
+  if (opt_.rarity_tie_break) {
+    held.resize(space_.knobs().size());
+    for (int64_t idx : measured) {
+      std::vector<int> c = space_.get(idx).choices();
+      for (size_t k = 0; k < c.size(); ++k) ++held[k][c[k]];
+    }
+  }
+  auto rarity = [&](int64_t idx) {
+    if (held.empty()) return 0.0;
+    std::vector<int> c = space_.get(idx).choices();
+    double r = 0;
+    for (size_t k = 0; k < c.size(); ++k) {
+      auto it = held[k].find(c[k]);
+      r += 1.0 / (1 + (it == held[k].end() ? 0 : it->second));
+    }
+    return r;
+  };
+
   // The best unvisited configs seen: a few times the batch size for de-duplication, and the
   // novelty pool when the batch has novelty picks.
   size_t keep = size_t(std::max(1, n_model)) * 3;
   if (n_novel > 0) keep = std::max(keep, novelty_pool_size());
-  std::map<int64_t, double> best;  // index -> score
+  std::map<int64_t, Rank> best;
   auto offer = [&](int64_t idx, double s) {
     if (!std::isfinite(s) || best.count(idx) || visited(idx)) return false;
+    Rank r{s, s == kNegInf ? 0.0 : rarity(idx), idx};
     if (best.size() < keep) {
-      best[idx] = s;
+      best[idx] = r;
       return true;
     }
-    auto worst = std::min_element(best.begin(), best.end(), [](const auto& a, const auto& b) {
-      return a.second != b.second ? a.second < b.second : a.first > b.first;
-    });
-    if (s <= worst->second) return false;
+    auto worst = std::min_element(best.begin(), best.end(),
+                                  [](const auto& a, const auto& b) { return b.second.before(a.second); });
+    if (!r.before(worst->second)) return false;
     best.erase(worst);
-    best[idx] = s;
+    best[idx] = r;
     return true;
   };
 
@@ -185,14 +206,12 @@ std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, cons
   return select(best, n_model, n_novel, batch_size, visited, measured);
 }
 
-std::vector<int64_t> SimulatedAnnealingExplorer::select(const std::map<int64_t, double>& best, int n_model,
+std::vector<int64_t> SimulatedAnnealingExplorer::select(const std::map<int64_t, Rank>& best, int n_model,
                                                         int n_novel, int batch_size, const VisitedFn& visited,
                                                         const std::vector<int64_t>& measured) {
   // Best first; skip near-duplicates of what is already chosen, then fill from the skipped.
-  std::vector<std::pair<int64_t, double>> ranked(best.begin(), best.end());
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
-  });
+  std::vector<std::pair<int64_t, Rank>> ranked(best.begin(), best.end());
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second.before(b.second); });
   std::vector<int64_t> out;
   std::vector<std::vector<int>> chosen;
   std::vector<int64_t> skipped;

@@ -62,7 +62,8 @@ void Tuner::reset(const TuneOptions&) {}
 void Tuner::update(const std::vector<int64_t>&, const std::vector<records::MeasureResult>&) {}
 
 TuneSummary Tuner::tune(const TuneOptions& opt) {
-  LOOM_CHECK(opt.batch_size >= 1, "TuneOptions: batch_size must be at least 1, got {}", opt.batch_size);
+  LOOM_CHECK(opt.batch_size >= 0, "TuneOptions: batch_size must not be negative, got {}", opt.batch_size);
+  const int batch_size = opt.batch_size > 0 ? opt.batch_size : measure_workers(opt.measure);
   LOOM_CHECK(opt.n_trial >= 0, "TuneOptions: n_trial must not be negative, got {}", opt.n_trial);
   const auto t_start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
@@ -127,7 +128,7 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
     int last_improvement = 0;
     while (sum.trials < opt.n_trial) {
       if (opt.early_stopping >= 0 && sum.trials - last_improvement >= opt.early_stopping) break;
-      int n = std::min(opt.batch_size, opt.n_trial - sum.trials);
+      int n = std::min(batch_size, opt.n_trial - sum.trials);
       std::vector<int64_t> proposed, batch;
       if (opt.include_default && !is_measured(task_.default_index())) proposed.push_back(task_.default_index());
       std::vector<int64_t> more = next_batch(n - int(proposed.size()));

@@ -115,6 +115,7 @@ TEST(Explorer, NoveltyPicksPromisingConfigsAwayFromTheMeasuredOnes) {
   SAOptions o;
   o.epsilon = 0;
   o.exhaustive_up_to = space.size();
+  o.rarity_tie_break = false;
 
   o.novelty = 0;
   SimulatedAnnealingExplorer greedy(space, o, 1);
@@ -135,6 +136,37 @@ TEST(Explorer, NoveltyPicksPromisingConfigsAwayFromTheMeasuredOnes) {
   // The two novelty picks (last) differ from everything known in both free knobs.
   EXPECT_EQ(nearest_known(n[2], n), 2);
   EXPECT_EQ(nearest_known(n[3], n), 2);
+}
+
+TEST(Explorer, TiesGoToKnobValuesTheMeasuredConfigsLack) {
+  ConfigSpace space = make_space();
+  // Every config scores alike, as configs a tree model cannot tell apart do.
+  ScoreFn flat = [](const std::vector<int64_t>& idx) { return std::vector<double>(idx.size(), 1.0); };
+  std::vector<int64_t> measured;
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b) measured.push_back(space.index_of({a, b, 0}));
+  auto visited = [&](int64_t i) { return std::find(measured.begin(), measured.end(), i) != measured.end(); };
+  SAOptions o;
+  o.epsilon = 0;
+  o.novelty = 0;
+  o.exhaustive_up_to = space.size();
+  SimulatedAnnealingExplorer rare(space, o, 1);
+  std::vector<int64_t> r = rare.next_batch(4, flat, visited, {}, measured);
+  ASSERT_EQ(r.size(), 4u);
+  for (int64_t i : r) {
+    std::vector<int> c = space.get(i).choices();
+    EXPECT_GE(c[0], 4);  // a, b and c at values no measured config holds
+    EXPECT_GE(c[1], 4);
+    EXPECT_NE(c[2], 0);
+  }
+  o.rarity_tie_break = false;
+  SimulatedAnnealingExplorer by_index(space, o, 1);
+  std::vector<int64_t> x = by_index.next_batch(4, flat, visited, {}, measured);
+  ASSERT_EQ(x.size(), 4u);
+  EXPECT_TRUE(std::all_of(x.begin(), x.end(), [&](int64_t i) {  // the lowest indices share b and c with them
+    std::vector<int> c = space.get(i).choices();
+    return c[1] < 4 && c[2] == 0;
+  }));
 }
 
 TEST(Explorer, RandomShareNeverRepeatsOrRevisits) {

@@ -33,6 +33,10 @@ struct SAOptions {
   /// The pool's size as a share of the space (at least 1 config, at most the n_chains *
   /// max_steps an annealing round can score).
   double novelty_pool = 1.0 / 32;
+  /// Among equally scored configs, prefer those whose knob values the measured configs hold
+  /// least (else the lower index). A tree model scores alike the configs it cannot tell
+  /// apart, e.g. a split factor larger than any measured; measuring those first separates them.
+  bool rarity_tie_break = true;
   /// Spaces of at most this many configs are scored whole instead of annealed (for scores
   /// cheap enough to compute for every config).
   int64_t exhaustive_up_to = 0;
@@ -69,10 +73,21 @@ class SimulatedAnnealingExplorer {
   const std::vector<int64_t>& chains() const { return chains_; }
 
  private:
-  /// The `n_model` best of `best` (index -> score), skipping near-duplicates of those already
+  /// A candidate's place: higher score first, then higher rarity (SAOptions::rarity_tie_break),
+  /// then lower index.
+  struct Rank {
+    double score = 0, rarity = 0;
+    int64_t index = 0;
+    bool before(const Rank& o) const {
+      if (score != o.score) return score > o.score;
+      if (rarity != o.rarity) return rarity > o.rarity;
+      return index < o.index;
+    }
+  };
+  /// The `n_model` best of `best` (index -> rank), skipping near-duplicates of those already
   /// chosen while others remain, `n_novel` of them chosen for novelty against `measured`,
   /// then random unvisited configs up to `batch_size`.
-  std::vector<int64_t> select(const std::map<int64_t, double>& best, int n_model, int n_novel, int batch_size,
+  std::vector<int64_t> select(const std::map<int64_t, Rank>& best, int n_model, int n_novel, int batch_size,
                               const VisitedFn& visited, const std::vector<int64_t>& measured);
   /// Stochastic rounding of batch_size * share.
   int share_of(int batch_size, double share);

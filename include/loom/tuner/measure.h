@@ -33,6 +33,9 @@ struct MeasureOptions {
   double evaluate_flop_limit = 5e7;
 };
 
+/// The worker processes a Measurer with these options runs: n_parallel, or one per core.
+int measure_workers(const MeasureOptions& opt);
+
 /// Builds and times configs of one task. Candidates run in persistent worker processes,
 /// created with fork() (so templates registered in this process exist there too): one that
 /// crashes, hangs or exhausts memory is recorded as an error and its worker replaced.

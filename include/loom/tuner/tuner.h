@@ -24,7 +24,10 @@ struct TuneOptions {
   int n_trial = 200;
   /// Log every trial is appended to; empty: no log.
   std::string log_file;
-  int batch_size = 16;
+  /// Configs proposed, then measured, before the tuner learns from them; 0: one round of the
+  /// measurer's build workers (measure_workers(measure)), so no worker idles and the model
+  /// is refit as often as that allows.
+  int batch_size = 0;
   /// Stop after this many trials without a better result; -1: never.
   int early_stopping = -1;
   MeasureOptions measure;
