@@ -254,6 +254,21 @@ TuneOptions landscape_options(const Task& task, int64_t peak, int n_trial, int* 
   return o;
 }
 
+// batch_size 0: one round of the measurer's build workers per batch.
+TEST_F(TunerTest, DefaultBatchIsOneRoundOfTheBuildWorkers) {
+  Task task = Task::create("matmul", {500, 300, 700}, Target("llvm"));
+  int calls = 0;
+  TuneOptions o = landscape_options(task, 0, 9, &calls);
+  o.batch_size = 0;
+  o.measure.n_parallel = 3;
+  EXPECT_EQ(measure_workers(o.measure), 3);
+  TuneSummary s = RandomTuner(task).tune(o);
+  EXPECT_EQ(s.trials, 9);
+  EXPECT_EQ(calls, 3);
+  o.batch_size = -1;
+  EXPECT_THROW(RandomTuner(task).tune(o), Error);
+}
+
 TEST_F(TunerTest, MeasureFnReplacesTheMeasurer) {
   Task task = Task::create("matmul", {500, 300, 700}, Target("llvm"));
   int calls = 0;
