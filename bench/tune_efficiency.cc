@@ -93,6 +93,7 @@ struct Options {
   // fastest configs both times; on the benchmark's 1 thread they keep at most 2% of their configs
   // within 95% of the best, but their top three move between passes (docs/benchmarks.md).
   std::vector<std::string> tasks = {"depthwise", "dw_c256", "matmul_odd", "dw_c256_28", "dw_c128_s2"};
+  std::vector<TaskSpec> specs;  // --tasks, resolved by find_task
   std::vector<std::string> tuners = {"xgb", "random", "ga"};
   // The model learns after every batch. 0: as `loom tune`, one round of the measurer's build
   // workers (one per core: 2 here). Replays on whole-space logs of seven depthwise shapes
@@ -170,6 +171,20 @@ cli::Command command() {
   return c;
 }
 
+/// A built-in task, or with --replay the workload of the first record of DIR/<name>.jsonl, so
+/// that any whole-space log can be replayed.
+TaskSpec find_task(const std::string& replay, const std::string& name) {
+  auto it = std::find_if(all_tasks().begin(), all_tasks().end(), [&](const TaskSpec& s) { return s.name == name; });
+  if (it != all_tasks().end()) return *it;
+  const std::string path = (fs::path(replay) / (name + ".jsonl")).string();
+  LOOM_CHECK(!replay.empty() && fs::exists(path), "--tasks: unknown task '{}'{}", name,
+             replay.empty() ? "" : fmt::format(" (and no {})", path));
+  records::LogContents log = records::read_log(path, &std::cerr);
+  LOOM_CHECK(!log.records.empty(), "--tasks: {} has no records to take task '{}' from", path, name);
+  const records::Workload& w = log.records.front().workload;
+  return TaskSpec{name, w.op, w.shape, w.attrs};
+}
+
 Options options_from(const cli::Args& a) {
   Options o;
   o.log_dir = a.str("--log-dir", o.log_dir);
@@ -190,9 +205,11 @@ Options options_from(const cli::Args& a) {
   if (a.has("--tasks")) o.tasks = bench::split_list(a.str("--tasks"), ',');
   o.replay = a.str("--replay", "");
   for (const auto& t : o.tasks) {
-    bool known = std::any_of(all_tasks().begin(), all_tasks().end(), [&](const TaskSpec& s) { return s.name == t; });
-    if (!known && (o.replay.empty() || !fs::exists(fs::path(o.replay) / (t + ".jsonl"))))
-      a.usage_error("--tasks: unknown task '{}'{}", t, o.replay.empty() ? "" : fmt::format(" (and no {}/{}.jsonl)", o.replay, t));
+    try {
+      o.specs.push_back(find_task(o.replay, t));
+    } catch (const Error& e) {
+      a.usage_error("{}", e.what());
+    }
   }
   if (a.has("--tuners")) o.tuners = bench::split_list(a.str("--tuners"), ',');
   for (const auto& t : o.tuners)
@@ -464,19 +481,6 @@ std::map<int64_t, double> remeasure(const tuner::Task& task, const std::map<int6
   return out;
 }
 
-/// A built-in task, or with --replay the workload of the first record of DIR/<name>.jsonl, so
-/// that any whole-space log can be replayed.
-TaskSpec find_task(const Options& o, const std::string& name) {
-  auto it = std::find_if(all_tasks().begin(), all_tasks().end(), [&](const TaskSpec& s) { return s.name == name; });
-  if (it != all_tasks().end()) return *it;
-  const std::string path = (fs::path(o.replay) / (name + ".jsonl")).string();
-  LOOM_CHECK(!o.replay.empty() && fs::exists(path), "--tasks: unknown task '{}'", name);
-  records::LogContents log = records::read_log(path, &std::cerr);
-  LOOM_CHECK(!log.records.empty(), "--tasks: {} has no records to take task '{}' from", path, name);
-  const records::Workload& w = log.records.front().workload;
-  return TaskSpec{name, w.op, w.shape, w.attrs};
-}
-
 std::string log_of(const Options& o, const std::string& task, const std::string& tuner, int seed) {
   return (fs::path(o.log_dir) / fmt::format("{}_{}_s{}.jsonl", task, tuner, seed)).string();
 }
@@ -485,8 +489,7 @@ std::string log_of(const Options& o, const std::string& task, const std::string&
 /// tasks of the same template (written by the other tuners, never by xgb-transfer itself).
 std::vector<std::string> transfer_sources(const Options& o, const TaskSpec& spec) {
   std::vector<std::string> out;
-  for (const std::string& other : o.tasks) {
-    const TaskSpec t = find_task(o, other);
+  for (const TaskSpec& t : o.specs) {
     if (t.name == spec.name || t.op != spec.op) continue;
     for (const std::string& tn : o.tuners)
       for (int seed : o.seeds)
@@ -590,8 +593,7 @@ int run(const Options& o) {
   // Tune first, xgb-transfer last (it learns from the other tasks' logs), then report.
   if (!o.no_tune) {
     for (bool transfer : {false, true})
-      for (const std::string& name : o.tasks) {
-        const TaskSpec spec = find_task(o, name);
+      for (const TaskSpec& spec : o.specs) {
         tuner::Task task = tuner::Task::create(spec.op, spec.shape, Target::host(), "float32", spec.attrs);
         std::optional<Landscape> landscape;
         if (!o.replay.empty()) landscape = load_landscape(o, spec, task);
@@ -607,8 +609,7 @@ int run(const Options& o) {
       }
   }
 
-  for (const std::string& name : o.tasks) {
-    const TaskSpec spec = find_task(o, name);
+  for (const TaskSpec& spec : o.specs) {
     tuner::Task task = tuner::Task::create(spec.op, spec.shape, Target::host(), "float32", spec.attrs);
     TaskResult tr;
     tr.spec = spec;

@@ -129,7 +129,7 @@ std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, cons
   std::map<int64_t, Rank> best;
   auto offer = [&](int64_t idx, double s) {
     if (!std::isfinite(s) || best.count(idx) || visited(idx)) return false;
-    Rank r{s, s == kNegInf ? 0.0 : rarity(idx), idx};
+    Rank r{s, rarity(idx), idx};
     if (best.size() < keep) {
       best[idx] = r;
       return true;
