@@ -103,22 +103,19 @@ std::vector<int64_t> SimulatedAnnealingExplorer::next_batch(int batch_size, cons
 
   // Ties in score go to the config whose knob values the measured configs hold least: per
   // knob, how many hold each value; a config's rarity sums 1 / (1 + that count).
-  std::vector<std::map<int, int>> held;
+  std::vector<std::vector<int>> held;  // knob -> value -> measured configs holding it
   if (opt_.rarity_tie_break) {
-    held.resize(space_.knobs().size());
+    for (const auto& knob : space_.knobs()) held.emplace_back(knob.values.size(), 0);
     for (int64_t idx : measured) {
       std::vector<int> c = space_.get(idx).choices();
-      for (size_t k = 0; k < c.size(); ++k) ++held[k][c[k]];
+      for (size_t k = 0; k < c.size(); ++k) ++held[k][size_t(c[k])];
     }
   }
   auto rarity = [&](int64_t idx) {
     if (held.empty()) return 0.0;
     std::vector<int> c = space_.get(idx).choices();
     double r = 0;
-    for (size_t k = 0; k < c.size(); ++k) {
-      auto it = held[k].find(c[k]);
-      r += 1.0 / (1 + (it == held[k].end() ? 0 : it->second));
-    }
+    for (size_t k = 0; k < c.size(); ++k) r += 1.0 / (1 + held[k][size_t(c[k])]);
     return r;
   };
 
