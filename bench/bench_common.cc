@@ -201,7 +201,8 @@ std::vector<records::Record> task_records(const std::string& log, const tuner::T
 }
 
 void tune_xgb(const tuner::Task& task, const std::string& log, const TuneRequest& r) {
-  const int have = int(task_records(log, task).size());
+  const std::vector<records::Record> recs = task_records(log, task);
+  const int have = int(std::count_if(recs.begin(), recs.end(), [](const auto& x) { return x.tuner != "confirm"; }));
   if (r.no_tune) {
     std::fprintf(stderr, "[%s] %s: %d records in %s (not tuning)\n", r.tag.c_str(), r.label.c_str(), have, log.c_str());
     return;
@@ -220,9 +221,10 @@ void tune_xgb(const tuner::Task& task, const std::string& log, const TuneRequest
   t.seed = uint64_t(have);
   t.measure = r.measure;
   t.progress = r.verbose ? &std::cerr : nullptr;
+  t.confirm_top = 5;  // as `loom tune`: the best is a config confirmed by a median of 3 measurements
   tuner::TuneSummary s = tuner::XGBTuner(task).tune(t);
-  std::fprintf(stderr, "[%s] %s: %d trials (%d errors) in %.0f s, best %.1f GFLOP/s\n", r.tag.c_str(),
-               r.label.c_str(), s.trials, s.errors, s.elapsed_s, s.best_gflops());
+  std::fprintf(stderr, "[%s] %s: %d trials (%d errors) and %d confirming measurements in %.0f s, best %.1f GFLOP/s\n",
+               r.tag.c_str(), r.label.c_str(), s.trials, s.errors, s.confirmed, s.elapsed_s, s.best_gflops());
 }
 
 }  // namespace loom::bench

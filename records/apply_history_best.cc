@@ -1,5 +1,9 @@
-// ApplyHistoryBest: the best valid record per (workload, target), and target matching.
+// ApplyHistoryBest: the best config per (workload, target) by the median of its records, and
+// target matching.
+#include <algorithm>
+#include <cmath>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "loom/records/record.h"
@@ -34,44 +38,109 @@ bool target_compatible(const std::string& record_target, const std::string& targ
   return machine_of(record_target) == machine_of(target);
 }
 
+double median_cost(std::vector<double> mean_costs) {
+  if (mean_costs.empty()) return std::numeric_limits<double>::infinity();
+  const size_t mid = mean_costs.size() / 2;
+  std::nth_element(mean_costs.begin(), mean_costs.begin() + ptrdiff_t(mid), mean_costs.end());
+  return mean_costs[mid];
+}
+
+const Record& median_record(const std::vector<const Record*>& records) {
+  LOOM_CHECK(!records.empty(), "median_record: no records");
+  std::vector<const Record*> by_cost = records;
+  std::stable_sort(by_cost.begin(), by_cost.end(),
+                   [](const Record* a, const Record* b) { return a->result.mean_cost() < b->result.mean_cost(); });
+  return *by_cost[by_cost.size() / 2];
+}
+
+namespace {
+template <typename Config>
+const Record& median_of(const Config& c) {
+  std::vector<const Record*> rs;
+  for (const Record& r : c.records) rs.push_back(&r);
+  return median_record(rs);
+}
+}  // namespace
+
 ApplyHistoryBest::ApplyHistoryBest(const std::string& path) : ApplyHistoryBest(std::vector<std::string>{path}) {}
 
 ApplyHistoryBest::ApplyHistoryBest(const std::vector<std::string>& paths) {
   for (const auto& p : paths)
-    for (const auto& r : read_log(p, &std::cerr).records) add(r);
+    for (auto& r : read_log(p, &std::cerr).records) add(std::move(r));
 }
 
-void ApplyHistoryBest::add(const Record& r) {
-  if (!r.valid()) return;
-  std::string k = map_key(r.workload.key(), r.target);
-  auto it = best_.find(k);
-  if (it == best_.end()) {
-    best_.emplace(std::move(k), r);
-  } else if (r.result.mean_cost() < it->second.result.mean_cost()) {
-    it->second = r;
+void ApplyHistoryBest::add(Record r) {
+  Entry& e = entries_[map_key(r.workload.key(), r.target)];
+  const int64_t index = r.config.index;
+  Config& c = e.configs[index];
+  c.records.push_back(std::move(r));
+  std::vector<double> costs;
+  for (const Record& x : c.records) costs.push_back(x.result.mean_cost());
+  const double before = c.median;
+  c.median = median_cost(std::move(costs));
+  if (e.best != index) {
+    if (std::isfinite(c.median) && (!e.best || c.median < e.configs.at(*e.best).median)) e.best = index;
+    return;
   }
+  if (std::isfinite(c.median) && c.median <= before) return;
+  // The best config got slower (or failed): another may be ahead now.
+  e.best.reset();
+  for (const auto& [i, other] : e.configs)
+    if (std::isfinite(other.median) && (!e.best || other.median < e.configs.at(*e.best).median)) e.best = i;
 }
 
 std::optional<Record> ApplyHistoryBest::best(const Workload& w, const std::string& target) const {
   std::string wkey = w.key();
-  auto it = best_.find(map_key(wkey, target));
-  if (it != best_.end()) return it->second;
+  auto it = entries_.find(map_key(wkey, target));
+  if (it != entries_.end() && it->second.best) return median_of(it->second.configs.at(*it->second.best));
   // Entries of one workload are contiguous: the map key starts with the workload key and '\n'.
   std::string prefix = wkey + '\n';
-  const Record* found = nullptr;
-  for (auto i = best_.lower_bound(prefix); i != best_.end() && i->first.rfind(prefix, 0) == 0; ++i) {
-    if (!target_compatible(i->second.target, target)) continue;
-    if (!found || i->second.result.mean_cost() < found->result.mean_cost()) found = &i->second;
+  const Config* found = nullptr;
+  for (auto i = entries_.lower_bound(prefix); i != entries_.end() && i->first.rfind(prefix, 0) == 0; ++i) {
+    const Entry& e = i->second;
+    if (!e.best || !target_compatible(e.configs.at(*e.best).records.front().target, target)) continue;
+    const Config& c = e.configs.at(*e.best);
+    if (!found || c.median < found->median) found = &c;
   }
-  if (found) return *found;
+  if (found) return median_of(*found);
   return std::nullopt;
+}
+
+std::vector<double> ApplyHistoryBest::measurements(const Workload& w, const std::string& target,
+                                                   int64_t index) const {
+  std::vector<double> out;
+  auto it = entries_.find(map_key(w.key(), target));
+  if (it == entries_.end()) return out;
+  auto c = it->second.configs.find(index);
+  if (c == it->second.configs.end()) return out;
+  for (const Record& r : c->second.records) out.push_back(r.result.mean_cost());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int64_t> ApplyHistoryBest::top(const Workload& w, const std::string& target, size_t n) const {
+  std::vector<std::pair<double, int64_t>> ranked;
+  auto it = entries_.find(map_key(w.key(), target));
+  if (it != entries_.end())
+    for (const auto& [i, c] : it->second.configs)
+      if (std::isfinite(c.median)) ranked.emplace_back(c.median, i);
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<int64_t> out;
+  for (size_t k = 0; k < ranked.size() && k < n; ++k) out.push_back(ranked[k].second);
+  return out;
 }
 
 std::vector<Record> ApplyHistoryBest::all() const {
   std::vector<Record> out;
-  out.reserve(best_.size());
-  for (const auto& [k, r] : best_) out.push_back(r);
+  for (const auto& [k, e] : entries_)
+    if (e.best) out.push_back(median_of(e.configs.at(*e.best)));
   return out;
+}
+
+size_t ApplyHistoryBest::size() const {
+  size_t n = 0;
+  for (const auto& [k, e] : entries_) n += e.best.has_value();
+  return n;
 }
 
 }  // namespace loom::records

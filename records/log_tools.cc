@@ -46,11 +46,20 @@ void write_log_file(const std::string& path, const std::vector<const Record*>& r
   }
 }
 
-/// Whether `a` is a better measurement than `b`: valid beats invalid, then lower mean cost.
-bool better(const Record& a, const Record& b) {
-  if (a.valid() != b.valid()) return a.valid();
-  return a.valid() && a.result.mean_cost() < b.result.mean_cost();
+/// Records grouped by `key_of`, groups in order of first appearance, records in log order.
+template <typename KeyOf>
+std::vector<std::vector<const Record*>> group(const std::vector<Record>& all, KeyOf key_of) {
+  std::vector<std::vector<const Record*>> groups;
+  std::unordered_map<std::string, size_t> slot;
+  for (const Record& r : all) {
+    auto [it, inserted] = slot.emplace(key_of(r), groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(&r);
+  }
+  return groups;
 }
+
+std::string config_key(const Record& r) { return fmt::format("{}\n{}\n{}", r.workload.key(), r.target, r.config.index); }
 
 std::string xml_escape(const std::string& s) {
   std::string out;
@@ -87,49 +96,51 @@ std::vector<WorkloadSummary> summary(const std::vector<std::string>& paths, std:
   std::vector<Record> all = read_logs(paths, warn);
   std::vector<WorkloadSummary> rows;
   std::vector<std::vector<double>> gflops;  // per row, per trial
-  std::vector<std::map<int64_t, double>> fastest;  // per row: config index -> its best GFLOP/s
   std::unordered_map<std::string, size_t> index;
   for (const Record& r : all) {
-    std::string k = r.workload.key() + '\n' + r.target;
-    auto [it, inserted] = index.emplace(k, rows.size());
+    auto [it, inserted] = index.emplace(r.workload.key() + '\n' + r.target, rows.size());
     if (inserted) {
       rows.push_back(WorkloadSummary{});
       rows.back().key = r.workload.key();
       rows.back().target = r.target;
       gflops.emplace_back();
-      fastest.emplace_back();
     }
     WorkloadSummary& s = rows[it->second];
     ++s.trials;
     gflops[it->second].push_back(r.gflops());
-    if (!r.valid()) {
-      ++s.errors[r.result.error];
-      continue;
-    }
-    ++s.valid;
-    double& f = fastest[it->second][r.config.index];
-    f = std::max(f, r.gflops());
-    if (s.best_config < 0 || r.result.mean_cost() < s.best_cost) {
-      s.best_cost = r.result.mean_cost();
-      s.best_gflops = r.gflops();
-      s.best_config = r.config.index;
-    }
+    if (r.valid()) ++s.valid;
+    else ++s.errors[r.result.error];
+  }
+  // Configs rank by their median record, as ApplyHistoryBest ranks them.
+  std::vector<std::vector<std::pair<int64_t, const Record*>>> configs(rows.size());  // per row, first-seen order
+  for (const auto& g : group(all, config_key)) {
+    const Record& m = median_record(g);
+    if (m.valid()) configs[index.at(m.workload.key() + '\n' + m.target)].emplace_back(m.config.index, &m);
   }
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].valid == 0) continue;
+    WorkloadSummary& s = rows[i];
+    for (const auto& [config, r] : configs[i]) {
+      if (s.best_config < 0 || r->result.mean_cost() < s.best_cost) {
+        s.best_cost = r->result.mean_cost();
+        s.best_gflops = r->gflops();
+        s.best_config = config;
+      }
+    }
+    if (s.best_config < 0) continue;
     const auto& g = gflops[i];
     for (size_t t = 0; t < g.size(); ++t) {
-      if (g[t] >= 0.95 * rows[i].best_gflops) {
-        rows[i].trials_to_95 = int64_t(t) + 1;
+      if (g[t] >= 0.95 * s.best_gflops) {
+        s.trials_to_95 = int64_t(t) + 1;
         break;
       }
     }
-    std::vector<std::pair<int64_t, double>> by_speed(fastest[i].begin(), fastest[i].end());
+    std::vector<std::pair<int64_t, double>> by_speed;
+    for (const auto& [config, r] : configs[i]) by_speed.emplace_back(config, r->gflops());
     std::stable_sort(by_speed.begin(), by_speed.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    rows[i].configs = int64_t(by_speed.size());
+    s.configs = int64_t(by_speed.size());
     for (const auto& [config, g] : by_speed) {
-      if (g >= 0.95 * rows[i].best_gflops) ++rows[i].configs_within_95;
-      if (rows[i].top_configs.size() < 3) rows[i].top_configs.push_back(config);
+      if (g >= 0.95 * s.best_gflops) ++s.configs_within_95;
+      if (s.top_configs.size() < 3) s.top_configs.push_back(config);
     }
   }
   return rows;
@@ -170,41 +181,27 @@ MergeStats merge(const std::vector<std::string>& paths, const std::string& out, 
   std::vector<Record> all = read_logs(paths, warn);
   MergeStats st;
   st.read = int64_t(all.size());
-  std::vector<size_t> kept;  // indices into `all`, in first-appearance order
-  std::unordered_map<std::string, size_t> slot;  // (key, target, index) -> position in kept
-  for (size_t i = 0; i < all.size(); ++i) {
-    const Record& r = all[i];
-    std::string k = fmt::format("{}\n{}\n{}", r.workload.key(), r.target, r.config.index);
-    auto [it, inserted] = slot.emplace(k, kept.size());
-    if (inserted) {
-      kept.push_back(i);
-      continue;
-    }
-    ++st.duplicates;
-    if (better(r, all[kept[it->second]])) kept[it->second] = i;
-  }
-  std::vector<const Record*> ptrs;
-  for (size_t i : kept) ptrs.push_back(&all[i]);
-  write_log_file(out, ptrs);
-  st.written = int64_t(ptrs.size());
+  std::vector<const Record*> kept;
+  for (const auto& g : group(all, config_key)) kept.push_back(&median_record(g));
+  st.duplicates = st.read - int64_t(kept.size());
+  write_log_file(out, kept);
+  st.written = int64_t(kept.size());
   return st;
 }
 
 int64_t distill(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn) {
   std::vector<Record> all = read_logs(paths, warn);
-  std::vector<size_t> kept;
+  std::vector<const Record*> kept;  // per (workload, target), in first-seen order
   std::unordered_map<std::string, size_t> slot;
-  for (size_t i = 0; i < all.size(); ++i) {
-    const Record& r = all[i];
-    if (!r.valid()) continue;
-    auto [it, inserted] = slot.emplace(r.workload.key() + '\n' + r.target, kept.size());
-    if (inserted) kept.push_back(i);
-    else if (better(r, all[kept[it->second]])) kept[it->second] = i;
+  for (const auto& g : group(all, config_key)) {
+    const Record& m = median_record(g);
+    if (!m.valid()) continue;
+    auto [it, inserted] = slot.emplace(m.workload.key() + '\n' + m.target, kept.size());
+    if (inserted) kept.push_back(&m);
+    else if (m.result.mean_cost() < kept[it->second]->result.mean_cost()) kept[it->second] = &m;
   }
-  std::vector<const Record*> ptrs;
-  for (size_t i : kept) ptrs.push_back(&all[i]);
-  write_log_file(out, ptrs);
-  return int64_t(ptrs.size());
+  write_log_file(out, kept);
+  return int64_t(kept.size());
 }
 
 std::vector<double> best_curve(const std::string& path, const std::string& workload_key, std::ostream* warn) {

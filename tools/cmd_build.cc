@@ -68,11 +68,11 @@ Command build_command() {
   c.synopsis = "compile an operator with its best tuned config into a shared library";
   c.usage = "--op NAME --shape LIST --log FILE -o LIB.so [--target T] [--name NAME]";
   c.description =
-      "Picks the best valid record of the operator's workload and target in the log(s) (records\n"
-      "of a compatible target stand in when none matches exactly), compiles that config and\n"
-      "exports a self-contained shared library plus its C header (LIB.h next to LIB.so). With no\n"
-      "matching record it warns and builds the template's default config. Load the library with\n"
-      "dlopen or runtime::Module::load; `loom bench --so LIB.so` times it.\n\n"
+      "Picks the best config of the operator's workload and target in the log(s), by the median\n"
+      "of its records (records of a compatible target stand in when none matches exactly),\n"
+      "compiles it and exports a self-contained shared library plus its C header (LIB.h next to\n"
+      "LIB.so). With no matching record it warns and builds the template's default config. Load\n"
+      "the library with dlopen or runtime::Module::load; `loom bench --so LIB.so` times it.\n\n"
       "example:\n"
       "  loom build --op matmul --shape 1024,1024,1024 --log matmul.jsonl -o libmatmul.so";
   c.options = workload_options();

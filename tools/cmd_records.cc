@@ -107,18 +107,20 @@ Command records_command() {
   c.usage = "<summary|best|merge|distill|plot> FILE... [options]";
   c.description =
       "Tuning logs are JSON lines, one trial a line; malformed lines are reported and skipped.\n"
+      "A config measured more than once (`loom tune --confirm`) ranks by the median of its records\n"
+      "(the slower middle one for an even count; an error counts as infinitely slow).\n"
       "Run `loom records CMD --help` for one command's options.";
   c.subcommands = {
       sub("summary", "one row per workload and target: trials, errors, best GFLOP/s, trials to 95%, configs within 95%",
           "FILE...", "", {}, summary),
-      sub("best", "the best valid record of each workload and target, with its knob values",
+      sub("best", "the best config of each workload and target (its median record), with its knob values",
           "FILE... [--json]", "With --json, prints the records themselves, one JSON line each.",
           {{"--json", "", "print the records as JSON lines"}}, best),
-      sub("merge", "merge logs into one, one record per config (the fastest)", "FILE... -o OUT",
-          "Keeps every config's best trial (valid or not) in order of first appearance; OUT may be one\n"
-          "of the inputs.",
+      sub("merge", "merge logs into one, one record per config (its median)", "FILE... -o OUT",
+          "Keeps every config's median record (valid or not) in order of first appearance, so the\n"
+          "merged log ranks configs as the inputs do; OUT may be one of the inputs.",
           {output}, merge),
-      sub("distill", "keep only the best record of each workload and target", "FILE... -o OUT",
+      sub("distill", "keep only the best config's median record of each workload and target", "FILE... -o OUT",
           "The result is what `loom build` needs from the logs, and much smaller.", {output}, distill),
       sub("plot", "plot best GFLOP/s against trial number as an SVG", "FILE... -o curve.svg [--title T]",
           "One curve per log (per workload when a log holds several).",

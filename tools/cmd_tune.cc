@@ -25,6 +25,8 @@ int run(const Args& a) {
   opt.measure.repeat = int(a.integer("--repeat", 3, 1, 1000));
   opt.measure.min_repeat_ms = a.number("--min-repeat-ms", 100, 0);
   opt.measure.check_correctness = !a.has("--no-check");
+  opt.confirm_top = int(a.integer("--confirm", 5, 0, 1000));
+  opt.confirm_measurements = int(a.integer("--confirm-measurements", 3, 2, 1000));
   opt.progress = a.has("--quiet") ? nullptr : &std::cerr;
   if (!opt.transfer_from.empty() && name != "xgb")
     a.usage_error("--transfer-from needs --tuner xgb (only the cost model learns from other logs)");
@@ -47,14 +49,21 @@ int run(const Args& a) {
   std::string errors;
   for (const auto& [code, n] : s.errors_by_code) errors += fmt::format("{}{} {}", errors.empty() ? "" : ", ", n, records::to_string(code));
   std::cout << fmt::format("workload  {}\ntarget    {}\n", task.key(), task.target().str());
-  std::cout << fmt::format("tuner     {}: {} trials measured ({} errors{}{}) in {}{}\n", name, s.trials, s.errors,
-                           errors.empty() ? "" : ": ", errors, format_seconds(s.elapsed_s),
+  std::cout << fmt::format("tuner     {}: {} trials measured ({} errors{}{}){} in {}{}\n", name, s.trials, s.errors,
+                           errors.empty() ? "" : ": ", errors,
+                           s.confirmed ? fmt::format(" and {} confirming measurements", s.confirmed) : "",
+                           format_seconds(s.elapsed_s),
                            s.resumed ? fmt::format(", {} resumed from the log", s.resumed) : "");
   if (s.trials < opt.n_trial && opt.early_stopping < 0)
     std::cout << fmt::format("          (the space has {} configs; every one is measured)\n", task.space().size());
   if (s.best) {
-    std::cout << fmt::format("best      {:.2f} GFLOP/s, {:.4f} ms, config {}\n", s.best_gflops(),
+    std::cout << fmt::format("best      {:.2f} GFLOP/s, {:.4f} ms, config {}", s.best_gflops(),
                              s.best->result.mean_cost() * 1e3, s.best->config.index);
+    const auto& m = s.best_measurements;
+    if (m.size() > 1)
+      std::cout << fmt::format(" (median of {} measurements, {:.2f}-{:.2f} GFLOP/s)", m.size(),
+                               s.best->flop / m.back() / 1e9, s.best->flop / m.front() / 1e9);
+    std::cout << '\n';
     std::cout << fmt::format("          {}\n", task.space().get(s.best->config.index).str());
   } else {
     std::cout << "best      none: no trial succeeded\n";
@@ -75,6 +84,9 @@ Command tune_command() {
       "times them in worker processes (checking each result against a reference) and appends\n"
       "every trial to the log as one JSON line. Progress goes to stderr (a live line on a\n"
       "terminal): trials done, best GFLOP/s, errors, elapsed time and ETA; a summary to stdout.\n"
+      "On a shared machine one measurement can be a quarter off, so the search ends by measuring\n"
+      "its fastest configs again (--confirm); these records carry tuner \"confirm\", and `loom\n"
+      "build`, `bench` and `records best` rank a config by the median of all its records.\n"
       "Exit status 1 when no trial succeeded. Apply the log with `loom build` or `loom bench`.\n\n"
       "example:\n"
       "  loom tune --op matmul --shape 1024,1024,1024 --trials 200 --log matmul.jsonl";
@@ -97,6 +109,10 @@ Command tune_command() {
       {"--repeat", "R", "timed repeats per candidate (default: 3)"},
       {"--min-repeat-ms", "MS", "minimum duration of one timed repeat (default: 100)"},
       {"--early-stopping", "N", "stop after N trials without improvement (default: never)"},
+      {"--confirm", "K",
+       "at the end, measure the K fastest configs again, round-robin, until each has "
+       "--confirm-measurements records; the best is the config with the fastest median (default: 5; 0: off)"},
+      {"--confirm-measurements", "M", "measurements each confirmed config ends with (default: 3)"},
       {"--no-check", "", "skip comparing each candidate's output with the reference"},
       {"--quiet", "", "no progress on stderr"},
   };

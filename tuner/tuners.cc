@@ -65,6 +65,7 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
   LOOM_CHECK(opt.batch_size >= 0, "TuneOptions: batch_size must not be negative, got {}", opt.batch_size);
   const int batch_size = opt.batch_size > 0 ? opt.batch_size : measure_workers(opt.measure);
   LOOM_CHECK(opt.n_trial >= 0, "TuneOptions: n_trial must not be negative, got {}", opt.n_trial);
+  LOOM_CHECK(opt.confirm_top >= 0, "TuneOptions: confirm_top must not be negative, got {}", opt.confirm_top);
   const auto t_start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
   rng_.seed(opt.seed);
@@ -73,19 +74,26 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
   reset(opt);
 
   TuneSummary sum;
-  auto consider = [&](const records::Record& r) {
-    if (!r.valid()) return false;
-    if (sum.best && sum.best->result.mean_cost() <= r.result.mean_cost()) return false;
-    sum.best = r;
-    return true;
+  const records::Workload workload = task_.workload();
+  const std::string target = task_.target().str();
+  // Every record of this task, resumed or new: the best config is the one with the lowest
+  // median (records::median_cost), as `loom build` will choose it from the log.
+  records::ApplyHistoryBest hist;
+  auto best_cost = [&] {
+    std::optional<records::Record> b = hist.best(workload, target);
+    return b ? b->result.mean_cost() : INFINITY;
+  };
+  auto finish_summary = [&] {
+    sum.best = hist.best(workload, target);
+    sum.best_measurements.clear();
+    if (sum.best) sum.best_measurements = hist.measurements(workload, target, sum.best->config.index);
   };
 
   if (opt.resume && !opt.log_file.empty() && std::filesystem::exists(opt.log_file)) {
     records::LogContents log = records::read_log(opt.log_file, opt.progress);
     std::vector<int64_t> idx;
     std::vector<records::MeasureResult> res;
-    const std::string target = task_.target().str();
-    for (const records::Record& r : log.records) {
+    for (records::Record& r : log.records) {
       if (r.workload.key() != task_.key() || r.target != target) continue;
       int64_t index;
       try {
@@ -93,7 +101,8 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
       } catch (const std::exception&) {
         continue;
       }
-      consider(r);
+      r.config.index = index;
+      hist.add(r);
       if (!measured_.insert(index).second) continue;
       history_.emplace_back(index, r.valid() ? r.result.mean_cost() : INFINITY);
       idx.push_back(index);
@@ -105,77 +114,118 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
       *opt.progress << fmt::format("[{}] {}: resumed {} trials from {}\n", name(), task_.key(), sum.resumed,
                                    opt.log_file);
   }
+  finish_summary();
 
   std::unique_ptr<records::LogWriter> writer;
   if (!opt.log_file.empty()) writer = std::make_unique<records::LogWriter>(opt.log_file);
+  std::unique_ptr<Measurer> measurer;
+  auto measure = [&](const std::vector<int64_t>& batch) {
+    if (opt.measure_fn) {
+      std::vector<records::MeasureResult> results = opt.measure_fn(batch);
+      LOOM_CHECK(results.size() == batch.size(), "TuneOptions::measure_fn returned {} results for {} configs",
+                 results.size(), batch.size());
+      return results;
+    }
+    if (!measurer) measurer = std::make_unique<Measurer>(task_, opt.measure);
+    return measurer->measure(batch);
+  };
   // n_trial counts new trials; a resumed run may have fewer configs left than that.
   const int64_t planned = std::min<int64_t>(opt.n_trial, space_size() - int64_t(measured_.size()));
   const bool live = opt.progress && stream_is_terminal(opt.progress);
-  auto report = [&](bool final_line) {
+  auto report = [&]() {
     if (!opt.progress) return;
     double t = elapsed();
     double eta = sum.trials > 0 ? t / sum.trials * double(planned - sum.trials) : NAN;
     std::string line = fmt::format("[{}] {}: {}/{} trials, best {:.2f} GFLOP/s, {} errors, {} elapsed, ETA {}",
                                    name(), task_.key(), sum.trials, planned, sum.best_gflops(), sum.errors,
-                                   format_seconds(t), final_line ? format_seconds(0) : format_seconds(eta));
+                                   format_seconds(t), format_seconds(eta));
     if (live) *opt.progress << '\r' << line << "\x1b[K" << std::flush;
     else *opt.progress << line << '\n';
   };
 
-  if (opt.n_trial > 0) {
-    std::unique_ptr<Measurer> measurer;
-    if (!opt.measure_fn) measurer = std::make_unique<Measurer>(task_, opt.measure);
-    int last_improvement = 0;
-    while (sum.trials < opt.n_trial) {
-      if (opt.early_stopping >= 0 && sum.trials - last_improvement >= opt.early_stopping) break;
-      int n = std::min(batch_size, opt.n_trial - sum.trials);
-      std::vector<int64_t> proposed, batch;
-      if (opt.include_default && !is_measured(task_.default_index())) proposed.push_back(task_.default_index());
-      std::vector<int64_t> more = next_batch(n - int(proposed.size()));
-      proposed.insert(proposed.end(), more.begin(), more.end());
-      std::unordered_set<int64_t> seen;
-      for (int64_t i : proposed) {
-        if (int(batch.size()) < n && i >= 0 && i < space_size() && !is_measured(i) && seen.insert(i).second)
-          batch.push_back(i);
+  int last_improvement = 0;
+  while (sum.trials < opt.n_trial) {
+    if (opt.early_stopping >= 0 && sum.trials - last_improvement >= opt.early_stopping) break;
+    int n = std::min(batch_size, opt.n_trial - sum.trials);
+    std::vector<int64_t> proposed, batch;
+    if (opt.include_default && !is_measured(task_.default_index())) proposed.push_back(task_.default_index());
+    std::vector<int64_t> more = next_batch(n - int(proposed.size()));
+    proposed.insert(proposed.end(), more.begin(), more.end());
+    std::unordered_set<int64_t> seen;
+    for (int64_t i : proposed) {
+      if (int(batch.size()) < n && i >= 0 && i < space_size() && !is_measured(i) && seen.insert(i).second)
+        batch.push_back(i);
+    }
+    if (batch.empty()) break;  // the space is exhausted
+    std::vector<records::MeasureResult> results = measure(batch);
+    for (size_t k = 0; k < batch.size(); ++k) {
+      measured_.insert(batch[k]);
+      const records::MeasureResult& r = results[k];
+      bool ok = r.error == records::ErrorCode::kNoError && !r.costs.empty();
+      history_.emplace_back(batch[k], ok ? r.mean_cost() : INFINITY);
+      records::Record rec = task_.record(batch[k], r, name());
+      if (writer) writer->write(rec);
+      ++sum.trials;
+      if (!ok) {
+        ++sum.errors;
+        ++sum.errors_by_code[r.error];
       }
-      if (batch.empty()) break;  // the space is exhausted
-      std::vector<records::MeasureResult> results;
-      if (measurer) {
-        results = measurer->measure(batch);
-      } else {
-        results = opt.measure_fn(batch);
-        LOOM_CHECK(results.size() == batch.size(), "TuneOptions::measure_fn returned {} results for {} configs",
-                   results.size(), batch.size());
-      }
-      for (size_t k = 0; k < batch.size(); ++k) {
-        measured_.insert(batch[k]);
-        const records::MeasureResult& r = results[k];
-        bool ok = r.error == records::ErrorCode::kNoError && !r.costs.empty();
-        history_.emplace_back(batch[k], ok ? r.mean_cost() : INFINITY);
-        records::Record rec = task_.record(batch[k], r, name());
-        if (writer) writer->write(rec);
-        ++sum.trials;
-        if (!ok) {
-          ++sum.errors;
-          ++sum.errors_by_code[r.error];
-        }
-        if (consider(rec)) last_improvement = sum.trials;
-      }
-      update(batch, results);
-      report(false);
+      const double before = best_cost();
+      hist.add(std::move(rec));
+      if (best_cost() < before) last_improvement = sum.trials;
+    }
+    finish_summary();
+    update(batch, results);
+    report();
+  }
+  if (live && sum.trials > 0) *opt.progress << '\n';
+
+  // Confirm: re-measure the fastest configs, interleaved, until each has confirm_measurements
+  // records; a config that rose into the top only through a lucky first measurement drops out,
+  // and the next ones are confirmed in a further pass.
+  for (int pass = 0; pass < 3 && opt.confirm_top > 0; ++pass) {
+    std::vector<int64_t> top = hist.top(workload, target, size_t(opt.confirm_top));
+    std::vector<int> need;
+    int rounds = 0;
+    for (int64_t i : top) {
+      need.push_back(std::max(0, opt.confirm_measurements - int(hist.measurements(workload, target, i).size())));
+      rounds = std::max(rounds, need.back());
+    }
+    std::vector<int64_t> batch;
+    for (int round = 0; round < rounds; ++round)
+      for (size_t k = 0; k < top.size(); ++k)
+        if (round < need[k]) batch.push_back(top[k]);
+    if (batch.empty()) break;
+    if (opt.progress)
+      *opt.progress << fmt::format("[{}] {}: confirming the {} fastest configs: {} more measurements\n", name(),
+                                   task_.key(), top.size(), batch.size());
+    std::vector<records::MeasureResult> results = measure(batch);
+    for (size_t k = 0; k < batch.size(); ++k) {
+      records::Record rec = task_.record(batch[k], results[k], "confirm");
+      if (writer) writer->write(rec);
+      hist.add(std::move(rec));
+      ++sum.confirmed;
     }
   }
+  finish_summary();
+
   sum.elapsed_s = elapsed();
   if (opt.progress) {
-    if (live) *opt.progress << '\n';
     std::string errs;
     for (const auto& [code, count] : sum.errors_by_code) {
       errs += fmt::format("{}{} {}", errs.empty() ? "" : ", ", count, records::to_string(code));
     }
-    *opt.progress << fmt::format("[{}] {}: done, {} trials ({} errors{}{}) in {}; best {:.2f} GFLOP/s{}\n", name(),
+    std::string best;
+    if (sum.best) {
+      best = fmt::format(" (config {}", sum.best->config.index);
+      if (sum.best_measurements.size() > 1)
+        best += fmt::format(", median of {} measurements", sum.best_measurements.size());
+      best += ")";
+    }
+    *opt.progress << fmt::format("[{}] {}: done, {} trials ({} errors{}{}){} in {}; best {:.2f} GFLOP/s{}\n", name(),
                                  task_.key(), sum.trials, sum.errors, errs.empty() ? "" : ": ", errs,
-                                 format_seconds(sum.elapsed_s), sum.best_gflops(),
-                                 sum.best ? fmt::format(" (config {})", sum.best->config.index) : "");
+                                 sum.confirmed ? fmt::format(" and {} confirming measurements", sum.confirmed) : "",
+                                 format_seconds(sum.elapsed_s), sum.best_gflops(), best);
   }
   return sum;
 }

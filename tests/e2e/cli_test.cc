@@ -150,11 +150,17 @@ TEST_F(CliTest, TuneThenSummaryShowBuildBenchPlot) {
   EXPECT_HAS(random.err, "8/8 trials");  // the tuner's progress on stderr
   Result xgb = loom("tune " + kShape + " --tuner xgb --log " + xlog + fast);
   ASSERT_EQ(xgb.rc, 0) << xgb.out << xgb.err;
+  // 8 trials, then the 5 fastest measured twice more each (--confirm 5 by default).
+  EXPECT_HAS(random.out, "median of 3 measurements");
   {
     std::ifstream is(log);
-    int lines = 0;
-    for (std::string line; std::getline(is, line);) lines += !line.empty();
-    EXPECT_EQ(lines, 8);
+    int lines = 0, confirming = 0;
+    for (std::string line; std::getline(is, line);) {
+      lines += !line.empty();
+      confirming += line.find("\"tuner\":\"confirm\"") != std::string::npos;
+    }
+    EXPECT_EQ(lines, 18);
+    EXPECT_EQ(confirming, 10);
   }
   // --resume measures only new configs: the log grows by the new trials.
   Result resumed = loom("tune " + kShape + " --tuner random --resume --log " + log + " --trials 4 --batch 4 --repeat 1 --min-repeat-ms 1");

@@ -382,6 +382,34 @@ TEST(ApplyHistoryBestTest, PicksLowestCostIgnoresErrorsSeparatesWorkloadsAndTarg
   EXPECT_FALSE(target_compatible("llvm", "cuda"));
 }
 
+TEST(ApplyHistoryBestTest, RanksConfigsMeasuredMoreThanOnceByTheirMedian) {
+  EXPECT_DOUBLE_EQ(median_cost({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median_cost({1, 2}), 2);  // the slower middle one
+  EXPECT_TRUE(std::isinf(median_cost({1, INFINITY})));
+  EXPECT_TRUE(std::isinf(median_cost({})));
+
+  ApplyHistoryBest h;
+  Workload w{"matmul", {64, 64, 64}, "float32", {}};
+  h.add(make_record("matmul", {64, 64, 64}, "llvm", 0, 2e-3));
+  h.add(make_record("matmul", {64, 64, 64}, "llvm", 1, 1e-3));  // one lucky measurement
+  EXPECT_EQ(h.best(w, "llvm")->config.index, 1);
+  h.add(make_record("matmul", {64, 64, 64}, "llvm", 1, 3e-3));  // measured again: slower
+  EXPECT_EQ(h.best(w, "llvm")->config.index, 0);
+  h.add(make_record("matmul", {64, 64, 64}, "llvm", 1, 1.5e-3));  // median of three: 1.5e-3
+  auto b = h.best(w, "llvm");
+  EXPECT_EQ(b->config.index, 1);
+  EXPECT_DOUBLE_EQ(b->result.mean_cost(), 1.5e-3);  // the median record, not the fastest
+  EXPECT_EQ(h.measurements(w, "llvm", 1), (std::vector<double>{1e-3, 1.5e-3, 3e-3}));
+  EXPECT_EQ(h.top(w, "llvm", 5), (std::vector<int64_t>{1, 0}));
+  // A config failing in most of its measurements (three of six) is never chosen.
+  h.add(make_record("matmul", {64, 64, 64}, "llvm", 1, 0, ErrorCode::kRunTimeout));
+  h.add(make_record("matmul", {64, 64, 64}, "llvm", 1, 0, ErrorCode::kRunTimeout));
+  h.add(make_record("matmul", {64, 64, 64}, "llvm", 1, 0, ErrorCode::kRuntime));
+  EXPECT_EQ(h.best(w, "llvm")->config.index, 0);
+  EXPECT_EQ(h.top(w, "llvm", 5), (std::vector<int64_t>{0}));
+  EXPECT_EQ(h.size(), 1u);
+}
+
 TEST_F(RecordsTest, ApplyHistoryBestReadsLogs) {
   std::string p1 = path("a.jsonl"), p2 = path("b.jsonl");
   {
@@ -449,9 +477,10 @@ TEST_F(RecordsTest, MergeDistillSummaryCurveAndPlot) {
   }
   {
     LogWriter w(p2);
-    w.write(make_record("matmul", {64, 64, 64}, "llvm", 0, 3e-3));  // better duplicate of p1's index 0
-    w.write(make_record("matmul", {64, 64, 64}, "llvm", 1, 5e-3));  // valid beats p1's compile error
-    w.write(make_record("matmul", {64, 64, 64}, "llvm", 2, 9e-3));  // worse duplicate
+    // A config measured twice ranks by the slower of the two (median_cost).
+    w.write(make_record("matmul", {64, 64, 64}, "llvm", 0, 3e-3));  // faster than p1's 4e-3
+    w.write(make_record("matmul", {64, 64, 64}, "llvm", 1, 5e-3));  // with p1's compile error: the error
+    w.write(make_record("matmul", {64, 64, 64}, "llvm", 2, 9e-3));  // slower than p1's 1.02e-3
     w.write(make_record("matmul", {64, 64, 64}, "llvm -mcpu=znver4", 0, 8e-3));
   }
 
@@ -475,10 +504,12 @@ TEST_F(RecordsTest, MergeDistillSummaryCurveAndPlot) {
   EXPECT_NE(table.find("compile=1"), std::string::npos) << table;
   EXPECT_NE(table.find("run_timeout=1"), std::string::npos) << table;
   EXPECT_NE(table.find(" 2/4  4,2,3"), std::string::npos) << table;
-  // A second record of a config counts once, at its fastest.
+  // A config counts once, at its median record: 0 at 4e-3, 2 at 9e-3, 1 not at all.
   auto two = summary({p1, p2});
-  EXPECT_EQ(two[0].configs, 5);  // p2 adds a valid record of config 1
-  EXPECT_EQ(two[0].top_configs, (std::vector<int64_t>{4, 2, 3}));
+  EXPECT_EQ(two[0].trials, 8);
+  EXPECT_EQ(two[0].configs, 4);
+  EXPECT_EQ(two[0].top_configs, (std::vector<int64_t>{4, 3, 0}));
+  EXPECT_EQ(two[0].configs_within_95, 1);
 
   std::string merged = path("merged.jsonl");
   MergeStats st = merge({p1, p2}, merged);
@@ -489,9 +520,9 @@ TEST_F(RecordsTest, MergeDistillSummaryCurveAndPlot) {
   ASSERT_EQ(m.records.size(), 7u);
   std::map<std::pair<std::string, int64_t>, const Record*> by;
   for (const auto& r : m.records) by[{r.workload.key() + r.target, r.config.index}] = &r;
-  EXPECT_DOUBLE_EQ(by.at({"matmul(64,64,64;float32)llvm", 0})->result.mean_cost(), 3e-3);
-  EXPECT_TRUE(by.at({"matmul(64,64,64;float32)llvm", 1})->valid());
-  EXPECT_DOUBLE_EQ(by.at({"matmul(64,64,64;float32)llvm", 2})->result.mean_cost(), 1.02e-3);
+  EXPECT_DOUBLE_EQ(by.at({"matmul(64,64,64;float32)llvm", 0})->result.mean_cost(), 4e-3);
+  EXPECT_EQ(by.at({"matmul(64,64,64;float32)llvm", 1})->result.error, ErrorCode::kCompile);
+  EXPECT_DOUBLE_EQ(by.at({"matmul(64,64,64;float32)llvm", 2})->result.mean_cost(), 9e-3);
   EXPECT_FALSE(by.at({"matmul(32,32,32;float32)llvm", 0})->valid());  // invalid records are kept
   EXPECT_TRUE(by.count({"matmul(64,64,64;float32)llvm -mcpu=znver4", 0}));
   EXPECT_EQ(merge({merged}, merged).written, 7);  // in place

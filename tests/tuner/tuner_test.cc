@@ -292,6 +292,52 @@ TEST_F(TunerTest, MeasureFnReplacesTheMeasurer) {
       Error);
 }
 
+// The confirm step re-measures the fastest configs, interleaved: a config that led only through a
+// lucky first measurement drops out, the next one is confirmed in its place, and the log chooses
+// the same best as the summary.
+TEST_F(TunerTest, ConfirmRemeasuresTheFastestAndALuckyConfigLosesItsLead) {
+  Task task = Task::create("matmul", {500, 300, 700}, Target("llvm"));
+  std::vector<int64_t> measured;
+  TuneOptions o = fast_options(log_path("confirm.jsonl"), 16, 8);
+  o.progress = nullptr;
+  o.confirm_top = 3;
+  o.confirm_measurements = 3;
+  o.measure_fn = [&measured](const std::vector<int64_t>& batch) {
+    std::vector<records::MeasureResult> out;
+    for (int64_t i : batch) {
+      bool lucky = i == 5 && std::count(measured.begin(), measured.end(), 5) == 0;
+      measured.push_back(i);
+      records::MeasureResult r;
+      r.costs = {lucky ? 1e-4 : 1e-3 * double(i + 1)};
+      out.push_back(r);
+    }
+    return out;
+  };
+  TuneSummary s = GridTuner(task).tune(o);
+  EXPECT_EQ(s.trials, 16);
+  // Pass 1: the top three by first measurement (5, 0, 1) twice more each, round-robin; 5 is
+  // now at 6e-3. Pass 2: config 2, which took its place, twice more.
+  const std::vector<int64_t> confirm(measured.begin() + 16, measured.end());
+  EXPECT_EQ(confirm, (std::vector<int64_t>{5, 0, 1, 5, 0, 1, 2, 2}));
+  EXPECT_EQ(s.confirmed, 8);
+  ASSERT_TRUE(s.best);
+  EXPECT_EQ(s.best->config.index, 0);
+  EXPECT_EQ(s.best_measurements, (std::vector<double>{1e-3, 1e-3, 1e-3}));
+
+  auto recs = records::read_log(o.log_file).records;
+  ASSERT_EQ(recs.size(), 24u);
+  EXPECT_EQ(std::count_if(recs.begin(), recs.end(), [](const auto& r) { return r.tuner == "confirm"; }), 8);
+  EXPECT_EQ(records::ApplyHistoryBest(o.log_file).best(task.workload(), task.target().str())->config.index, 0);
+
+  // Resumed, the top three are already confirmed: nothing is measured again.
+  o.resume = true;
+  o.n_trial = 0;
+  TuneSummary again = GridTuner(task).tune(o);
+  EXPECT_EQ(again.confirmed, 0);
+  EXPECT_EQ(measured.size(), 24u);
+  EXPECT_EQ(again.best->config.index, 0);
+}
+
 TEST_F(TunerTest, XGBSearchesAtRandomDuringItsWarmup) {
   Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
   for (int warmup : {8, 4}) {

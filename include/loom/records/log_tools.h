@@ -19,13 +19,15 @@ struct WorkloadSummary {
   int64_t trials = 0;  // records, valid or not
   int64_t valid = 0;
   std::map<ErrorCode, int64_t> errors;  // invalid records by code (kNoError: no error but no costs)
-  double best_gflops = 0;               // 0 when no valid record
-  double best_cost = 0;                 // mean seconds of the best record; 0 when none
-  int64_t best_config = -1;             // config index of the best record
+  /// The best config, ranked as ApplyHistoryBest ranks them (by the median of a config's
+  /// records), and the speed of its median record; 0 / -1 when no config has a valid median.
+  double best_gflops = 0;
+  double best_cost = 0;      // mean seconds
+  int64_t best_config = -1;
   /// 1-based trial number (in log order, counting this workload's records) of the first
   /// record reaching 95% of best_gflops; -1 when no valid record.
   int64_t trials_to_95 = -1;
-  /// Distinct configs with a valid record, and how many of them have one within 95% of
+  /// Distinct configs with a valid median record, and how many of them are within 95% of
   /// best_gflops: on a log of the whole space (`loom tune --tuner grid`), how narrow the top is.
   int64_t configs = 0;
   int64_t configs_within_95 = 0;
@@ -49,12 +51,13 @@ struct MergeStats {
   int64_t duplicates = 0;  // records dropped as another trial of the same config
 };
 /// Writes every record of `paths` (valid and invalid) to `out`, replacing it, keeping one record
-/// per (workload key, target, config index): the valid one with the lowest mean cost, else the
-/// first. Records keep the order in which their (key, target, index) first appeared. `out` may be
-/// one of the inputs; it is written to a temporary file and renamed.
+/// per (workload key, target, config index): its median_record, so the merged log ranks configs
+/// as ApplyHistoryBest ranks the inputs. Records keep the order in which their (key, target,
+/// index) first appeared. `out` may be one of the inputs; it is written to a temporary file and
+/// renamed.
 MergeStats merge(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn = nullptr);
-/// Writes only the best valid record of each (workload, target) to `out` (replacing it);
-/// returns how many were written.
+/// Writes only the median record of the best config of each (workload, target) to `out`
+/// (replacing it), as ApplyHistoryBest chooses; returns how many were written.
 int64_t distill(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn = nullptr);
 
 /// Best-so-far GFLOP/s after each trial of the log (element i: after trial i+1; 0 until the first

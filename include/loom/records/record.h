@@ -85,7 +85,7 @@ struct Record {
   double flop = 0;           // floating point operations per run of the workload
   ConfigRecord config;
   MeasureResult result;
-  std::string tuner;         // "xgb", "random", "grid", "ga"
+  std::string tuner;         // "xgb", "random", "grid", "ga"; "confirm": a re-measurement (TuneOptions::confirm_top)
   std::string loom_version;
 
   bool valid() const { return result.error == ErrorCode::kNoError && !result.costs.empty(); }
@@ -132,24 +132,49 @@ LogContents read_log(const std::string& path, std::ostream* warn = nullptr);
 /// mean the host (for cuda, the same -arch likewise).
 bool target_compatible(const std::string& record_target, const std::string& target);
 
-/// The best valid record (lowest mean cost) of each (workload, target) over one or more logs.
-/// Invalid records (errors, no costs) are ignored.
+/// The cost that ranks a config measured more than once: the upper median of its records'
+/// mean costs (the slower of the two middle ones for an even count), an invalid record counting
+/// as +inf. On a noisy machine one lucky measurement then cannot make a config the best, and a
+/// config that fails as often as it succeeds is never chosen. One record: its mean cost.
+double median_cost(std::vector<double> mean_costs);
+/// The record whose mean cost is median_cost of them all (the first of equals in the given
+/// order); `records` must not be empty.
+const Record& median_record(const std::vector<const Record*>& records);
+
+/// The best config of each (workload, target) over one or more logs, ranked by median_cost of
+/// all its records (most configs have one; `loom tune --confirm` re-measures the fastest).
+/// Configs whose median is +inf (errors, no costs) are never chosen.
 class ApplyHistoryBest {
  public:
   ApplyHistoryBest() = default;
   /// Reads the log(s) with read_log; skipped lines are reported on std::cerr.
   explicit ApplyHistoryBest(const std::string& path);
   explicit ApplyHistoryBest(const std::vector<std::string>& paths);
-  void add(const Record& r);
-  /// The best record for `w` measured on exactly `target` (compared as Target::str() text);
-  /// if there is none, the best among records whose target is target_compatible with it.
+  void add(Record r);
+  /// The median record (see median_cost) of the best config for `w` measured on exactly
+  /// `target` (compared as Target::str() text); if there is none, the best among records whose
+  /// target is target_compatible with it.
   std::optional<Record> best(const Workload& w, const std::string& target) const;
-  /// Every kept record, in key order.
+  /// The mean cost of every record of config `index` of `w` on exactly `target`, ascending
+  /// (+inf for invalid ones); empty when it has none.
+  std::vector<double> measurements(const Workload& w, const std::string& target, int64_t index) const;
+  /// Up to `n` configs of `w` on exactly `target` with a finite median, fastest first.
+  std::vector<int64_t> top(const Workload& w, const std::string& target, size_t n) const;
+  /// The best record of every (workload, target), in key order.
   std::vector<Record> all() const;
-  size_t size() const { return best_.size(); }
+  /// (workload, target) pairs with a valid best.
+  size_t size() const;
 
  private:
-  std::map<std::string, Record> best_;  // key: workload key + '\n' + target
+  struct Config {
+    std::vector<Record> records;  // in the order added
+    double median = 0;            // median_cost of their mean costs
+  };
+  struct Entry {
+    std::map<int64_t, Config> configs;  // by config index
+    std::optional<int64_t> best;        // index of the config with the lowest finite median
+  };
+  std::map<std::string, Entry> entries_;  // key: workload key + '\n' + target
 };
 
 }  // namespace loom::records

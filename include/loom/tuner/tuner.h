@@ -38,6 +38,14 @@ struct TuneOptions {
   /// Measure the template's default config first (unless already measured), so that the
   /// result is never worse than the untuned default.
   bool include_default = true;
+  /// After the search, re-measure the `confirm_top` fastest configs of the task (ranked by the
+  /// median of their records, resumed ones included: records::median_cost) until each has
+  /// `confirm_measurements` records, round-robin so that a slow spell of the machine falls on
+  /// all of them alike, and append them to the log with tuner "confirm". On a noisy machine a
+  /// config whose first measurement was lucky then no longer wins; up to three passes confirm
+  /// the configs that move into the top in its place. 0: off.
+  int confirm_top = 0;
+  int confirm_measurements = 3;
   /// Other logs whose records of the same template seed the cost model (XGBTuner).
   std::vector<std::string> transfer_from;
   /// Progress and the final summary; null: silent.
@@ -48,8 +56,12 @@ struct TuneOptions {
 };
 
 struct TuneSummary {
-  /// Best valid record, measured now or (with resume) earlier; none if no trial succeeded.
+  /// Best config as records::ApplyHistoryBest chooses it from every record of the task
+  /// (measured now or, with resume, earlier): its median record; none if no trial succeeded.
   std::optional<records::Record> best;
+  /// The mean cost of every record of the best config, ascending.
+  std::vector<double> best_measurements;
+  int confirmed = 0;  // re-measurements by the confirm step (not counted in trials)
   int trials = 0;   // measured in this call
   int errors = 0;   // of those, failed
   int resumed = 0;  // records of this task read from the log
