@@ -21,7 +21,9 @@ int parse_int(const std::string& s, const char* what);
 /// (interleaved, so that load from other processes falls on all alike), each block running
 /// as many calls as make it last at least min_repeat_ms, after a pause of settle_ms (so that
 /// the idle workers of the previous library's thread pool, which spin for a while, have gone
-/// to sleep).
+/// to sleep) followed by as many untimed calls (so that the timed library's own workers are
+/// awake and the cores back at speed: a block timed straight after the pause ran at half
+/// speed on 2 threads).
 std::vector<double> interleaved_times(const std::vector<std::function<void()>>& fs, int repeat,
                                       double min_repeat_ms = 20, double settle_ms = 0, bool best = false);
 

@@ -209,6 +209,7 @@ std::vector<double> best_curve(const std::string& path, const std::string& workl
   double best = 0;
   for (const Record& r : read_log(path, warn).records) {
     if (!workload_key.empty() && r.workload.key() != workload_key) continue;
+    if (r.tuner == "confirm") continue;
     best = std::max(best, r.gflops());
     curve.push_back(best);
   }

@@ -546,6 +546,13 @@ TEST_F(RecordsTest, MergeDistillSummaryCurveAndPlot) {
   EXPECT_DOUBLE_EQ(curve[4], g / 1e-3);
   EXPECT_DOUBLE_EQ(curve[5], g / 1e-3);
   EXPECT_EQ(best_curve(p1, "matmul(32,32,32;float32)"), std::vector<double>{0});
+  {  // re-measurements by the confirm step are not trials of the search
+    LogWriter w(p1);
+    Record again = make_record("matmul", {64, 64, 64}, "llvm", 4, 0.5e-3);
+    again.tuner = "confirm";
+    w.write(again);
+  }
+  EXPECT_EQ(best_curve(p1).size(), 6u);
 
   std::string svg = plot_svg({{"a <xgb>", curve}, {"b & random", best_curve(p2)}}, "matmul \"64\"");
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);

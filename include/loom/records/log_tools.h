@@ -62,6 +62,7 @@ int64_t distill(const std::vector<std::string>& paths, const std::string& out, s
 
 /// Best-so-far GFLOP/s after each trial of the log (element i: after trial i+1; 0 until the first
 /// valid trial). With `workload_key` non-empty, only that workload's records count as trials.
+/// Re-measurements of the confirm step (tuner "confirm") are not trials and are left out.
 std::vector<double> best_curve(const std::string& path, const std::string& workload_key = "",
                                std::ostream* warn = nullptr);
 
