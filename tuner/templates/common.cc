@@ -88,6 +88,25 @@ SplitOptions block_split_options(int64_t extent) {
   return o;
 }
 
+SplitOptions row_split_options(int64_t extent) {
+  SplitOptions o;
+  o.policy = SplitOptions::kCandidates;
+  o.num_outputs = 3;
+  for (int64_t mid = 1; mid <= extent; ++mid) {
+    if (extent % mid) continue;
+    bool six = false;
+    for (int64_t inner = 1; inner <= 16; ++inner) {
+      if ((extent / mid) % inner) continue;
+      o.candidates.push_back({-1, mid, inner});
+      six |= inner == 6;
+    }
+    // Six rows of two 8-wide accumulators fill AVX2's 16 registers; most extents need a tail.
+    const bool pow2 = (mid & (mid - 1)) == 0;
+    if (!six && pow2 && (mid == 1 || mid * 6 <= extent)) o.candidates.push_back({-1, mid, 6});
+  }
+  return o;
+}
+
 ConvDims conv_dims(const records::Workload& w) {
   ConvDims d{w.shape[0], w.shape[1], w.shape[2], w.shape[3], w.shape[4], w.shape[5], w.shape[6],
              int_attr(w, "stride", 1, 1), int_attr(w, "pad", 0, 0), 0, 0};
@@ -136,10 +155,7 @@ void schedule_gemm(ConfigContext& cfg, schedule::Stage out, const te::IterVar& b
                    const te::IterVar& x, int64_t M, int64_t N, int64_t K, schedule::Stage acc,
                    const std::vector<te::IterVar>& acc_outer, const te::IterVar& acc_y, const te::IterVar& acc_x,
                    const te::IterVar& acc_k) {
-  SplitOptions ty;
-  ty.num_outputs = 3;
-  ty.max_factor = 16;
-  cfg.split("tile_y", M, ty);
+  cfg.split("tile_y", M, row_split_options(M));
   cfg.split("tile_x", N, block_split_options(N));
   SplitOptions tk;
   tk.max_factor = 16;

@@ -44,6 +44,9 @@ struct Preferences {
 };
 int64_t closest_config(const ConfigSpace& space, const Preferences& prefs);
 
+/// tile_y candidates: [-1, mid, inner] with mid·inner dividing `extent` and inner at most 16
+/// (in that order), and besides inner 6 with a tail for every power-of-two mid.
+SplitOptions row_split_options(int64_t extent);
 /// tile_x candidates: [-1, outer, bn] with bn a multiple of kBlock up to 64 and outer a power
 /// of two, both fitting into `extent` rounded up to kBlock.
 SplitOptions block_split_options(int64_t extent);
