@@ -375,8 +375,8 @@ TEST_F(TunerTest, ProgressOfAResumedRunCountsTheConfigsLeft) {
   EXPECT_NE(progress.str().find(fmt::format("{}/{} trials", left, left)), std::string::npos) << progress.str();
 }
 
-// On a smooth landscape of 8190 configs with one peak, the model-guided search must find the
-// peak within 96 trials for every seed, where random search would need about 4000. (Knob
+// On a smooth landscape of 8820 configs with one peak, the model-guided search must find the
+// peak within 96 trials for every seed, where random search would need about 4400. (Knob
 // features: the loop features would lower thousands of configs, minutes for a unit test.)
 TEST_F(TunerTest, XGBFindsThePeakOfASmoothLandscape) {
   Task task = Task::create("matmul", {500, 300, 700}, Target("llvm"));
