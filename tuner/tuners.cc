@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <unordered_set>
 
 #include "loom/tuner/tuner.h"
@@ -51,6 +52,24 @@ bool stream_is_terminal(const std::ostream* os) {
   if (os == &std::cerr || os == &std::clog) return ::isatty(2) != 0;
   if (os == &std::cout) return ::isatty(1) != 0;
   return false;
+}
+
+/// The `top` fastest configs of the workload (by median), each repeated until it would have
+/// `measurements` records, round-robin: a round of every config that needs one, then the next.
+std::vector<int64_t> confirm_batch(const records::ApplyHistoryBest& hist, const records::Workload& workload,
+                                   const std::string& target, int top, int measurements) {
+  std::vector<int64_t> configs = hist.top(workload, target, size_t(top));
+  std::vector<int> need;
+  int rounds = 0;
+  for (int64_t i : configs) {
+    need.push_back(std::max(0, measurements - int(hist.measurements(workload, target, i).size())));
+    rounds = std::max(rounds, need.back());
+  }
+  std::vector<int64_t> batch;
+  for (int round = 0; round < rounds; ++round)
+    for (size_t k = 0; k < configs.size(); ++k)
+      if (round < need[k]) batch.push_back(configs[k]);
+  return batch;
 }
 
 }  // namespace
@@ -184,21 +203,12 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
   // records; a config that rose into the top only through a lucky first measurement drops out,
   // and the next ones are confirmed in a further pass.
   for (int pass = 0; pass < 3 && opt.confirm_top > 0; ++pass) {
-    std::vector<int64_t> top = hist.top(workload, target, size_t(opt.confirm_top));
-    std::vector<int> need;
-    int rounds = 0;
-    for (int64_t i : top) {
-      need.push_back(std::max(0, opt.confirm_measurements - int(hist.measurements(workload, target, i).size())));
-      rounds = std::max(rounds, need.back());
-    }
-    std::vector<int64_t> batch;
-    for (int round = 0; round < rounds; ++round)
-      for (size_t k = 0; k < top.size(); ++k)
-        if (round < need[k]) batch.push_back(top[k]);
+    std::vector<int64_t> batch = confirm_batch(hist, workload, target, opt.confirm_top, opt.confirm_measurements);
     if (batch.empty()) break;
     if (opt.progress)
-      *opt.progress << fmt::format("[{}] {}: confirming the {} fastest configs: {} more measurements\n", name(),
-                                   task_.key(), top.size(), batch.size());
+      *opt.progress << fmt::format("[{}] {}: confirming {} of the {} fastest configs: {} more measurements\n",
+                                   name(), task_.key(), std::set<int64_t>(batch.begin(), batch.end()).size(),
+                                   opt.confirm_top, batch.size());
     std::vector<records::MeasureResult> results = measure(batch);
     for (size_t k = 0; k < batch.size(); ++k) {
       records::Record rec = task_.record(batch[k], results[k], "confirm");
