@@ -205,7 +205,7 @@ std::vector<records::Record> task_records(const std::string& log, const tuner::T
 
 void tune_xgb(const tuner::Task& task, const std::string& log, const TuneRequest& r) {
   const std::vector<records::Record> recs = task_records(log, task);
-  const int have = int(std::count_if(recs.begin(), recs.end(), [](const auto& x) { return x.tuner != "confirm"; }));
+  const int have = int(std::count_if(recs.begin(), recs.end(), [](const auto& x) { return x.tuner != records::kConfirmTuner; }));
   if (r.no_tune) {
     std::fprintf(stderr, "[%s] %s: %d records in %s (not tuning)\n", r.tag.c_str(), r.label.c_str(), have, log.c_str());
     return;

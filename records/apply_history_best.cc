@@ -53,14 +53,11 @@ const Record& median_record(const std::vector<const Record*>& records) {
   return *by_cost[by_cost.size() / 2];
 }
 
-namespace {
-template <typename Config>
-const Record& median_of(const Config& c) {
+const Record& ApplyHistoryBest::Config::median_record() const {
   std::vector<const Record*> rs;
-  for (const Record& r : c.records) rs.push_back(&r);
-  return median_record(rs);
+  for (const Record& r : records) rs.push_back(&r);
+  return loom::records::median_record(rs);
 }
-}  // namespace
 
 ApplyHistoryBest::ApplyHistoryBest(const std::string& path) : ApplyHistoryBest(std::vector<std::string>{path}) {}
 
@@ -74,10 +71,8 @@ void ApplyHistoryBest::add(Record r) {
   const int64_t index = r.config.index;
   Config& c = e.configs[index];
   c.records.push_back(std::move(r));
-  std::vector<double> costs;
-  for (const Record& x : c.records) costs.push_back(x.result.mean_cost());
   const double before = c.median;
-  c.median = median_cost(std::move(costs));
+  c.median = c.median_record().result.mean_cost();
   if (e.best != index) {
     if (std::isfinite(c.median) && (!e.best || c.median < e.configs.at(*e.best).median)) e.best = index;
     return;
@@ -92,7 +87,7 @@ void ApplyHistoryBest::add(Record r) {
 std::optional<Record> ApplyHistoryBest::best(const Workload& w, const std::string& target) const {
   std::string wkey = w.key();
   auto it = entries_.find(map_key(wkey, target));
-  if (it != entries_.end() && it->second.best) return median_of(it->second.configs.at(*it->second.best));
+  if (it != entries_.end() && it->second.best) return it->second.configs.at(*it->second.best).median_record();
   // Entries of one workload are contiguous: the map key starts with the workload key and '\n'.
   std::string prefix = wkey + '\n';
   const Config* found = nullptr;
@@ -102,7 +97,7 @@ std::optional<Record> ApplyHistoryBest::best(const Workload& w, const std::strin
     const Config& c = e.configs.at(*e.best);
     if (!found || c.median < found->median) found = &c;
   }
-  if (found) return median_of(*found);
+  if (found) return found->median_record();
   return std::nullopt;
 }
 
@@ -133,7 +128,7 @@ std::vector<int64_t> ApplyHistoryBest::top(const Workload& w, const std::string&
 std::vector<Record> ApplyHistoryBest::all() const {
   std::vector<Record> out;
   for (const auto& [k, e] : entries_)
-    if (e.best) out.push_back(median_of(e.configs.at(*e.best)));
+    if (e.best) out.push_back(e.configs.at(*e.best).median_record());
   return out;
 }
 

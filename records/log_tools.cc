@@ -190,16 +190,11 @@ MergeStats merge(const std::vector<std::string>& paths, const std::string& out, 
 }
 
 int64_t distill(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn) {
-  std::vector<Record> all = read_logs(paths, warn);
-  std::vector<const Record*> kept;  // per (workload, target), in first-seen order
-  std::unordered_map<std::string, size_t> slot;
-  for (const auto& g : group(all, config_key)) {
-    const Record& m = median_record(g);
-    if (!m.valid()) continue;
-    auto [it, inserted] = slot.emplace(m.workload.key() + '\n' + m.target, kept.size());
-    if (inserted) kept.push_back(&m);
-    else if (m.result.mean_cost() < kept[it->second]->result.mean_cost()) kept[it->second] = &m;
-  }
+  ApplyHistoryBest best;
+  for (Record& r : read_logs(paths, warn)) best.add(std::move(r));
+  const std::vector<Record> all = best.all();
+  std::vector<const Record*> kept;
+  for (const Record& r : all) kept.push_back(&r);
   write_log_file(out, kept);
   return int64_t(kept.size());
 }
@@ -209,7 +204,7 @@ std::vector<double> best_curve(const std::string& path, const std::string& workl
   double best = 0;
   for (const Record& r : read_log(path, warn).records) {
     if (!workload_key.empty() && r.workload.key() != workload_key) continue;
-    if (r.tuner == "confirm") continue;
+    if (r.tuner == kConfirmTuner) continue;
     best = std::max(best, r.gflops());
     curve.push_back(best);
   }

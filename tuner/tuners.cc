@@ -211,7 +211,7 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
                                    opt.confirm_top, batch.size());
     std::vector<records::MeasureResult> results = measure(batch);
     for (size_t k = 0; k < batch.size(); ++k) {
-      records::Record rec = task_.record(batch[k], results[k], "confirm");
+      records::Record rec = task_.record(batch[k], results[k], records::kConfirmTuner);
       if (writer) writer->write(rec);
       hist.add(std::move(rec));
       ++sum.confirmed;

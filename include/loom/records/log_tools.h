@@ -56,8 +56,8 @@ struct MergeStats {
 /// index) first appeared. `out` may be one of the inputs; it is written to a temporary file and
 /// renamed.
 MergeStats merge(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn = nullptr);
-/// Writes only the median record of the best config of each (workload, target) to `out`
-/// (replacing it), as ApplyHistoryBest chooses; returns how many were written.
+/// Writes ApplyHistoryBest::all() of the logs to `out` (replacing it): the median record of the
+/// best config of each (workload, target), in key order; returns how many were written.
 int64_t distill(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn = nullptr);
 
 /// Best-so-far GFLOP/s after each trial of the log (element i: after trial i+1; 0 until the first

@@ -75,6 +75,10 @@ struct MeasureResult {
   double mean_cost() const;
 };
 
+/// Record::tuner of a re-measurement by the confirm step (tuner::TuneOptions::confirm_top): not
+/// a trial of the search.
+inline constexpr const char* kConfirmTuner = "confirm";
+
 /// One line of a tuning log.
 struct Record {
   int version = kSchemaVersion;
@@ -85,7 +89,7 @@ struct Record {
   double flop = 0;           // floating point operations per run of the workload
   ConfigRecord config;
   MeasureResult result;
-  std::string tuner;         // "xgb", "random", "grid", "ga"; "confirm": a re-measurement (TuneOptions::confirm_top)
+  std::string tuner;         // "xgb", "random", "grid", "ga"; kConfirmTuner
   std::string loom_version;
 
   bool valid() const { return result.error == ErrorCode::kNoError && !result.costs.empty(); }
@@ -169,6 +173,7 @@ class ApplyHistoryBest {
   struct Config {
     std::vector<Record> records;  // in the order added
     double median = 0;            // median_cost of their mean costs
+    const Record& median_record() const;
   };
   struct Entry {
     std::map<int64_t, Config> configs;  // by config index
