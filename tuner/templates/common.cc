@@ -209,5 +209,17 @@ void schedule_pack(schedule::Stage pack) {
   pack.parallel(outer.size() > 1 ? pack.fuse(outer) : outer[0]);
 }
 
+void schedule_transpose_pack(schedule::Stage pack) {
+  const auto& leaves = pack.leaf_iter_vars();
+  std::vector<te::IterVar> order(leaves.begin(), leaves.end() - 2);
+  const te::IterVar k = leaves[leaves.size() - 2], v = leaves.back();
+  const te::IterVar outer = order.size() > 1 ? pack.fuse(order) : order[0];
+  auto [ko, ki] = pack.split(k, te::Expr(kBlock));
+  pack.reorder({outer, ko, v, ki});
+  pack.unroll(v);
+  pack.unroll(ki);
+  pack.parallel(outer);
+}
+
 }  // namespace tmpl
 }  // namespace loom::tuner

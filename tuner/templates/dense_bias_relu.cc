@@ -49,7 +49,7 @@ schedule::Schedule schedule_dense(ConfigContext& cfg, const std::vector<Tensor>&
   const int64_t K = *te::as_const_int(P.shape()[1]);
   tmpl::schedule_gemm(cfg, so, te::IterVar(), so.axis(0), so.axis(1), N, M, K, acc, {}, acc.axis(0), acc.axis(1),
                       acc.reduce_axis(0));
-  tmpl::schedule_pack(s[P]);
+  tmpl::schedule_transpose_pack(s[P]);
   return s;
 }
 

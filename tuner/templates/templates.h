@@ -88,6 +88,12 @@ void schedule_pad(ConfigContext& cfg, Schedule& s, const te::Tensor& out, const 
 
 /// A packing stage [.., blocks, K, kBlock]: vectorized innermost, outer axes fused and parallel.
 void schedule_pack(schedule::Stage pack);
+/// A packing stage [.., blocks, K, kBlock] that reads its source transposed (element v of a
+/// block from row block*kBlock + v): copied in kBlock × kBlock squares, each source row's
+/// kBlock elements in turn, so that the reads stream through cache lines instead of
+/// touching kBlock rows a power-of-two stride apart (which share one cache set) per
+/// element. Outer axes fused and parallel.
+void schedule_transpose_pack(schedule::Stage pack);
 
 }  // namespace tmpl
 }  // namespace loom::tuner
