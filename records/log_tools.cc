@@ -106,6 +106,10 @@ std::vector<WorkloadSummary> summary(const std::vector<std::string>& paths, std:
       gflops.emplace_back();
     }
     WorkloadSummary& s = rows[it->second];
+    if (r.tuner == kConfirmTuner) {
+      ++s.confirmations;
+      continue;
+    }
     ++s.trials;
     gflops[it->second].push_back(r.gflops());
     if (r.valid()) ++s.valid;
@@ -148,13 +152,13 @@ std::vector<WorkloadSummary> summary(const std::vector<std::string>& paths, std:
 
 std::string format_summary(const std::vector<WorkloadSummary>& rows) {
   std::vector<std::vector<std::string>> cells = {
-      {"workload", "target", "trials", "valid", "errors", "best GFLOP/s", "best config", "trials to 95%",
+      {"workload", "target", "trials", "valid", "errors", "confirm", "best GFLOP/s", "best config", "trials to 95%",
        "configs within 95%", "top 3 configs"}};
   for (const auto& s : rows) {
     std::string errs;
     for (const auto& [code, n] : s.errors) errs += fmt::format("{}{}={}", errs.empty() ? "" : ",", to_string(code), n);
     cells.push_back({s.key, s.target, std::to_string(s.trials), std::to_string(s.valid), errs.empty() ? "-" : errs,
-                     s.valid ? fmt::format("{:.2f}", s.best_gflops) : "-",
+                     std::to_string(s.confirmations), s.valid ? fmt::format("{:.2f}", s.best_gflops) : "-",
                      s.valid ? std::to_string(s.best_config) : "-",
                      s.valid ? std::to_string(s.trials_to_95) : "-",
                      s.valid ? fmt::format("{}/{}", s.configs_within_95, s.configs) : "-",
@@ -167,7 +171,7 @@ std::string format_summary(const std::vector<WorkloadSummary>& rows) {
   for (const auto& row : cells) {
     std::string line;
     for (size_t c = 0; c < row.size(); ++c) {
-      bool numeric = c >= 2 && c != 4 && c != 9;
+      bool numeric = c >= 2 && c != 4 && c != 10;
       line += numeric ? fmt::format("{:>{}}", row[c], width[c]) : fmt::format("{:<{}}", row[c], width[c]);
       if (c + 1 < row.size()) line += "  ";
     }

@@ -111,8 +111,13 @@ Command records_command() {
       "(the slower middle one for an even count; an error counts as infinitely slow).\n"
       "Run `loom records CMD --help` for one command's options.";
   c.subcommands = {
-      sub("summary", "one row per workload and target: trials, errors, best GFLOP/s, trials to 95%, configs within 95%",
-          "FILE...", "", {}, summary),
+      sub("summary",
+          "one row per workload and target: trials, errors, confirm re-measurements, best GFLOP/s, trials to 95%, "
+          "configs within 95%",
+          "FILE...",
+          "The confirm step's re-measurements (tuner \"confirm\") are counted apart and are not trials: they\n"
+          "move their config's median, not the trial count or the trial that first reached 95%.",
+          {}, summary),
       sub("best", "the best config of each workload and target (its median record), with its knob values",
           "FILE... [--json]", "With --json, prints the records themselves, one JSON line each.",
           {{"--json", "", "print the records as JSON lines"}}, best),

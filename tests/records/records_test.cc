@@ -464,6 +464,31 @@ std::string xml_problem(const std::string& s) {
   return "";
 }
 
+TEST_F(RecordsTest, SummaryCountsConfirmMeasurementsApartFromTrials) {
+  std::string p = path("confirmed.jsonl");
+  {
+    LogWriter w(p);
+    w.write(make_record("matmul", {64, 64, 64}, "llvm", 0, 4e-3));  // trial 1
+    w.write(make_record("matmul", {64, 64, 64}, "llvm", 1, 2e-3));  // trial 2: one lucky measurement
+    for (double cost : {3e-3, 3e-3, 4e-3}) {
+      Record c = make_record("matmul", {64, 64, 64}, "llvm", cost == 4e-3 ? 0 : 1, cost);
+      c.tuner = kConfirmTuner;
+      w.write(c);
+    }
+  }
+  auto rows = summary({p});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].trials, 2);
+  EXPECT_EQ(rows[0].valid, 2);
+  EXPECT_EQ(rows[0].confirmations, 3);
+  EXPECT_EQ(rows[0].best_config, 1);
+  EXPECT_DOUBLE_EQ(rows[0].best_gflops, 2.0 * 64 * 64 * 64 / 3e-3 / 1e9);  // config 1's median
+  EXPECT_EQ(rows[0].trials_to_95, 2);
+  std::string table = format_summary(rows);
+  EXPECT_NE(table.find("confirm"), std::string::npos) << table;
+  EXPECT_NE(table.find("2      2  -             3"), std::string::npos) << table;
+}
+
 TEST_F(RecordsTest, MergeDistillSummaryCurveAndPlot) {
   std::string p1 = path("a.jsonl"), p2 = path("b.jsonl");
   {

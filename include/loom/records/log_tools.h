@@ -16,16 +16,19 @@ namespace loom::records {
 struct WorkloadSummary {
   std::string key;     // Workload::key()
   std::string target;
-  int64_t trials = 0;  // records, valid or not
-  int64_t valid = 0;
-  std::map<ErrorCode, int64_t> errors;  // invalid records by code (kNoError: no error but no costs)
+  int64_t trials = 0;  // records, valid or not, but for the confirm step's
+  int64_t valid = 0;   // valid trials
+  std::map<ErrorCode, int64_t> errors;  // invalid trials by code (kNoError: no error but no costs)
+  /// Re-measurements by the confirm step (tuner kConfirmTuner): not trials, but they count in
+  /// their config's median.
+  int64_t confirmations = 0;
   /// The best config, ranked as ApplyHistoryBest ranks them (by the median of a config's
   /// records), and the speed of its median record; 0 / -1 when no config has a valid median.
   double best_gflops = 0;
   double best_cost = 0;      // mean seconds
   int64_t best_config = -1;
-  /// 1-based trial number (in log order, counting this workload's records) of the first
-  /// record reaching 95% of best_gflops; -1 when no valid record.
+  /// 1-based trial number (in log order, counting this workload's trials) of the first
+  /// trial reaching 95% of best_gflops; -1 when no valid trial does.
   int64_t trials_to_95 = -1;
   /// Distinct configs with a valid median record, and how many of them are within 95% of
   /// best_gflops: on a log of the whole space (`loom tune --tuner grid`), how narrow the top is.
