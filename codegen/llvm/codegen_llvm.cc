@@ -707,6 +707,17 @@ llvm::Value* CodeGenLLVM::emit_load(const te::LoadNode* op) {
       if (op->predicate.defined()) inst = b_.CreateMaskedLoad(vt, p, align, emit(op->predicate), llvm::Constant::getNullValue(vt));
       else inst = b_.CreateAlignedLoad(vt, p, align);
       out = inst;
+    } else if (std::optional<int64_t> stride = ramp ? const_int(ramp->stride) : std::nullopt;
+               stride && *stride >= 2 && *stride <= kMaxDenseLoadStride && !op->predicate.defined()) {
+      // A short constant stride: one dense load of the span the lanes cover, then a shuffle
+      // picking every stride-th element (what x86 does far faster than a gather). The span
+      // ends at the last lane's element, so it reads nothing the gather would not bound.
+      const int64_t span = (lanes - 1) * *stride + 1;
+      llvm::Value* p = b_.CreateInBoundsGEP(mt, base, emit(ramp->base));
+      inst = b_.CreateAlignedLoad(llvm::FixedVectorType::get(mt, unsigned(span)), p, align);
+      llvm::SmallVector<int, 16> pick;
+      for (int i = 0; i < lanes; ++i) pick.push_back(int(i * *stride));
+      out = b_.CreateShuffleVector(inst, pick);
     } else if (const auto* bc = op->index.as<te::BroadcastNode>(); bc && !op->predicate.defined()) {
       llvm::Value* p = b_.CreateInBoundsGEP(mt, base, emit(bc->value));
       inst = b_.CreateAlignedLoad(mt, p, align);

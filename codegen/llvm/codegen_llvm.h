@@ -15,6 +15,10 @@ namespace loom::codegen {
 /// sized ones use loom_workspace_alloc.
 inline constexpr uint64_t kMaxStackAllocBytes = 64 * 1024;
 
+/// Vector loads with a constant stride up to this one are a dense load of the span and a
+/// shuffle; larger strides, and predicated loads, are gathers.
+inline constexpr int64_t kMaxDenseLoadStride = 4;
+
 /// Emits, for every function f, `int32_t f(DLTensor*...)` and the packed entry
 /// `int32_t __loom_packed_f(DLTensor** args, int32_t num_args)`, plus one outlined task
 /// function per parallel loop. The module is unoptimized, for `tm`'s triple and layout.

@@ -173,6 +173,28 @@ TEST(Codegen, VectorizedRampLoadStoreGatherAndPredicate) {
   }
 }
 
+TEST(Codegen, ShortConstantStrideLoadsAreDenseLoadsAndShuffles) {
+  // B[i] = A[s*i] for 8 lanes at a time, the last vector ending at A's last element: strides up
+  // to 4 (codegen_llvm.h's kMaxDenseLoadStride) load the span and shuffle, longer ones gather.
+  for (int s : {2, 3, 4, 5}) {
+    SCOPED_TRACE(s);
+    const int64_t n = 64;
+    BufferArg A = buffer("A", f32, {(n - 1) * s + 1}), B = buffer("B", f32, {n});
+    Var i("i");
+    Expr base = i * Expr(8);
+    Stmt body = loop(i, Expr(int(n / 8)), store(B, load(A, ramp(base * Expr(s), s, 8), 8), ramp(base, 1, 8)));
+    runtime::Module m = build("strided", {A, B}, body);
+    const std::string ll = m.source("ll");
+    const bool dense = s <= 4;
+    EXPECT_EQ(ll.find("shufflevector") != std::string::npos, dense) << ll;
+    EXPECT_EQ(ll.find("masked.gather") != std::string::npos, !dense) << ll;
+    NDArray a = filled({(n - 1) * s + 1}, f32, [](int64_t k) { return double(k) * 0.5 - 3.0; });
+    NDArray b = filled({n}, f32, [](int64_t) { return -1.0; });
+    m.get_function("strided")(a, b);
+    for (int64_t k = 0; k < n; ++k) ASSERT_FLOAT_EQ(b.data<float>()[k], a.data<float>()[k * s]) << k;
+  }
+}
+
 TEST(Codegen, AllocateOnStackAndInWorkspace) {
   // Per row: tmp[j] = A[row, j] * 2 (stack buffer, reused every row), then B[row, j] =
   // tmp[cols-1-j] + big[j] where big is a workspace allocation over 64 KiB.

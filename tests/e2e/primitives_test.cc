@@ -102,6 +102,24 @@ TEST_P(Primitive, VectorizeElementwise) {
   }
 }
 
+TEST_P(Primitive, VectorizeStridedLoads) {
+  // Lanes reading every s-th element (a dense load and a shuffle up to stride 4, a gather
+  // beyond), the last lane of the last row on A's last element.
+  for (DataType dt : {DataType::Float(32), DataType::Int(8)}) {
+    for (int st : {2, 3, 5}) {
+      Shape3 sh = GetParam();
+      const int off = (st - 1) / 2;
+      Tensor A = te::placeholder({sh.m, (sh.n - 1) * st + 1 + off}, dt, "A");
+      Tensor D = te::compute({sh.m, sh.n}, [&](Var i, Var j) { return A(i, j * st) * 3 + A(i, j * st + off); }, "D");
+      Schedule s = create_schedule({D});
+      auto [jo, ji] = s[D].split(s[D].axis(1), 8);
+      (void)jo;
+      s[D].vectorize(ji);
+      EXPECT_MATCHES_REFERENCE(s, (std::vector<Tensor>{A, D})) << dt.str() << " stride " << st;
+    }
+  }
+}
+
 TEST_P(Primitive, ParallelFused) {
   Shape3 sh = GetParam();
   Tensor A = te::placeholder({sh.m, sh.n}, DataType::Float(32), "A");
