@@ -2,6 +2,7 @@
 // packed-call entries.
 #include "codegen_llvm.h"
 
+#include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/Attributes.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DataLayout.h>
@@ -708,16 +709,52 @@ llvm::Value* CodeGenLLVM::emit_load(const te::LoadNode* op) {
       else inst = b_.CreateAlignedLoad(vt, p, align);
       out = inst;
     } else if (std::optional<int64_t> stride = ramp ? const_int(ramp->stride) : std::nullopt;
-               stride && *stride >= 2 && *stride <= kMaxDenseLoadStride && !op->predicate.defined()) {
-      // A short constant stride: one dense load of the span the lanes cover, then a shuffle
-      // picking every stride-th element (what x86 does far faster than a gather). The span
-      // ends at the last lane's element, so it reads nothing the gather would not bound.
+               stride && *stride >= 2 && *stride <= kMaxDenseLoadStride) {
+      // A short constant stride: dense loads of `lanes` elements covering the span the lanes
+      // touch, then a shuffle picking every stride-th element (what x86 does far faster than a
+      // gather). The last load is moved back to end at the last lane's element, so nothing is
+      // read that the gather would not.
       const int64_t span = (lanes - 1) * *stride + 1;
-      llvm::Value* p = b_.CreateInBoundsGEP(mt, base, emit(ramp->base));
-      inst = b_.CreateAlignedLoad(llvm::FixedVectorType::get(mt, unsigned(span)), p, align);
+      const int64_t chunks = (span + lanes - 1) / lanes;
       llvm::SmallVector<int, 16> pick;
-      for (int i = 0; i < lanes; ++i) pick.push_back(int(i * *stride));
-      out = b_.CreateShuffleVector(inst, pick);
+      for (int64_t i = 0; i < lanes; ++i) {
+        const int64_t e = i * *stride;
+        pick.push_back(int(e < (chunks - 1) * lanes ? e : (chunks - 1) * lanes + e - (span - lanes)));
+      }
+      auto dense = [&] {
+        llvm::Value* p = b_.CreateInBoundsGEP(mt, base, emit(ramp->base));
+        llvm::SmallVector<llvm::Value*, 4> parts;
+        for (int64_t c = 0; c < chunks; ++c) {
+          const int64_t at = c + 1 < chunks ? c * lanes : span - lanes;
+          llvm::Instruction* l = b_.CreateAlignedLoad(vt, b_.CreateConstInBoundsGEP1_64(mt, p, uint64_t(at)), align);
+          annotate(l, op->buffer_var.get());
+          parts.push_back(l);
+        }
+        return b_.CreateShuffleVector(llvm::concatenateVectors(b_, parts), pick);
+      };
+      if (!op->predicate.defined()) return from_mem(t, dense());
+      // Predicated (a padded border, a partial tile): the dense load where every lane holds,
+      // as in the interior of an image; a masked gather where some lane does not.
+      llvm::Value* mask = emit(op->predicate);
+      auto* dense_bb = llvm::BasicBlock::Create(ctx_, "strided_dense", cur_->fn);
+      auto* gather_bb = llvm::BasicBlock::Create(ctx_, "strided_gather", cur_->fn);
+      auto* end_bb = llvm::BasicBlock::Create(ctx_, "strided_end", cur_->fn);
+      b_.CreateCondBr(b_.CreateAndReduce(mask), dense_bb, gather_bb);
+      b_.SetInsertPoint(dense_bb);
+      llvm::Value* d = dense();
+      llvm::BasicBlock* dense_end = b_.GetInsertBlock();
+      b_.CreateBr(end_bb);
+      b_.SetInsertPoint(gather_bb);
+      llvm::Value* ptrs = b_.CreateInBoundsGEP(mt, base, emit(op->index));
+      llvm::Instruction* g = b_.CreateMaskedGather(vt, ptrs, align, mask, llvm::Constant::getNullValue(vt));
+      annotate(g, op->buffer_var.get());
+      llvm::BasicBlock* gather_end = b_.GetInsertBlock();
+      b_.CreateBr(end_bb);
+      b_.SetInsertPoint(end_bb);
+      llvm::PHINode* phi = b_.CreatePHI(d->getType(), 2);
+      phi->addIncoming(d, dense_end);
+      phi->addIncoming(g, gather_end);
+      return from_mem(t, phi);
     } else if (const auto* bc = op->index.as<te::BroadcastNode>(); bc && !op->predicate.defined()) {
       llvm::Value* p = b_.CreateInBoundsGEP(mt, base, emit(bc->value));
       inst = b_.CreateAlignedLoad(mt, p, align);

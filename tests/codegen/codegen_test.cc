@@ -192,6 +192,16 @@ TEST(Codegen, ShortConstantStrideLoadsAreDenseLoadsAndShuffles) {
     NDArray b = filled({n}, f32, [](int64_t) { return -1.0; });
     m.get_function("strided")(a, b);
     for (int64_t k = 0; k < n; ++k) ASSERT_FLOAT_EQ(b.data<float>()[k], a.data<float>()[k * s]) << k;
+
+    // Predicated: lanes k < n - 3 load, the others read 0. The last vector has both kinds.
+    Expr lane_ok = bin<te::ExprKind::LT>(DataType::Bool(8), ramp(base, 1, 8),
+                                         te::make<te::BroadcastNode>(Expr(int(n - 3)), 8));
+    Expr masked = te::make<te::LoadNode>(f32.with_lanes(8), A.data, ramp(base * Expr(s), s, 8), lane_ok);
+    runtime::Module mp = build("strided_pred", {A, B}, loop(i, Expr(int(n / 8)), store(B, masked, ramp(base, 1, 8))));
+    EXPECT_NE(mp.source("ll").find("masked.gather"), std::string::npos);
+    mp.get_function("strided_pred")(a, b);
+    for (int64_t k = 0; k < n; ++k)
+      ASSERT_FLOAT_EQ(b.data<float>()[k], k < n - 3 ? a.data<float>()[k * s] : 0.0f) << k;
   }
 }
 
