@@ -15,8 +15,9 @@ namespace loom::codegen {
 /// sized ones use loom_workspace_alloc.
 inline constexpr uint64_t kMaxStackAllocBytes = 64 * 1024;
 
-/// Vector loads with a constant stride up to this one are a dense load of the span and a
-/// shuffle; larger strides, and predicated loads, are gathers.
+/// Vector loads with a constant stride up to this one are lane-wide loads over the span the
+/// lanes cover and a shuffle (predicated ones only when every lane holds); larger strides
+/// are gathers.
 inline constexpr int64_t kMaxDenseLoadStride = 4;
 
 /// Emits, for every function f, `int32_t f(DLTensor*...)` and the packed entry
