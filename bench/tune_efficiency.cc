@@ -105,6 +105,7 @@ struct Options {
   int compile_samples = 8;
   bool svg = false;
   double xgb_restart = tuner::SAOptions().restart_from_best;  // share of SA chains restarted from the best measured
+  int64_t xgb_exhaustive = tuner::SAOptions().exhaustive_up_to;  // spaces the explorer ranks whole
   double xgb_epsilon = tuner::SAOptions().epsilon;            // share of each XGB batch chosen at random
   double xgb_novelty = tuner::SAOptions().novelty;            // share of each XGB batch chosen for novelty
   std::string xgb_objective = tuner::XGBOptions().objective;
@@ -145,6 +146,9 @@ cli::Command command() {
       {"--xgb-restart", "F",
        "share of the XGB tuner's annealing chains restarted each batch from the fastest measured configs "
        "(default 0.5; 0 keeps the chains where they are)"},
+      {"--xgb-exhaustive", "N",
+       "the XGB explorer ranks spaces of up to N configs whole instead of annealing (SAOptions::exhaustive_up_to; "
+       "default " + fmt::format("{}", tuner::SAOptions().exhaustive_up_to) + ", 65536 with --features knob)"},
       {"--xgb-epsilon", "F",
        "share of each XGB batch chosen at random among unmeasured configs (SAOptions::epsilon; default 0.05)"},
       {"--xgb-novelty", "F",
@@ -156,7 +160,10 @@ cli::Command command() {
        "plus --xgb-uncertainty times their spread (default 1)"},
       {"--xgb-uncertainty", "F", "weight of the ensemble's spread in a score (default 1)"},
       {"--xgb-warmup", "N", "trials the XGB tuner chooses at random before its model guides it (default 0)"},
-      {"--features", "SET", "the XGB tuner's features: itervar+knob, itervar or knob (default itervar+knob)"},
+      {"--features", "SET",
+       fmt::format("the XGB tuner's features: auto (knob for spaces of up to {} configs, itervar+knob beyond), "
+                   "itervar+knob, itervar or knob (default auto)",
+                   tuner::kAutoKnobSpace)},
       {"--no-tune", "", "tune nothing; report the runs whose logs exist (partial ones too)"},
       {"--replay", "DIR",
        "look every trial up in DIR/<task>.jsonl, a log of the task's whole space, instead of measuring it "
@@ -228,6 +235,7 @@ Options options_from(const cli::Args& a) {
   o.verbose = a.has("--verbose");
   o.xgb_restart = a.number("--xgb-restart", o.xgb_restart, 0);
   if (o.xgb_restart > 1) a.usage_error("--xgb-restart must be in [0, 1]");
+  o.xgb_exhaustive = a.integer("--xgb-exhaustive", o.xgb_exhaustive, 0);
   o.xgb_epsilon = a.number("--xgb-epsilon", o.xgb_epsilon, 0);
   if (o.xgb_epsilon > 1) a.usage_error("--xgb-epsilon must be in [0, 1]");
   o.xgb_novelty = a.number("--xgb-novelty", o.xgb_novelty, 0);
@@ -238,7 +246,8 @@ Options options_from(const cli::Args& a) {
   o.xgb_warmup = int(a.integer("--xgb-warmup", o.xgb_warmup, 0, 1 << 30));
   using tuner::FeatureSet;
   o.features = a.choice("--features", o.features,
-                        {to_string(FeatureSet::kItervarKnob), to_string(FeatureSet::kItervar), to_string(FeatureSet::kKnob)});
+                        {to_string(FeatureSet::kAuto), to_string(FeatureSet::kItervarKnob), to_string(FeatureSet::kItervar),
+                         to_string(FeatureSet::kKnob)});
   if (o.seeds.empty() || o.tuners.empty() || o.tasks.empty()) a.usage_error("empty --seeds, --tuners or --tasks");
   return o;
 }
@@ -545,6 +554,7 @@ void tune_run(const Options& o, const TaskSpec& spec, const tuner::Task& task, c
     tuner::XGBTunerOptions xo;
     xo.explorer.restart_from_best = o.xgb_restart;
     xo.explorer.epsilon = o.xgb_epsilon;
+    xo.explorer.exhaustive_up_to = o.xgb_exhaustive;
     xo.explorer.novelty = o.xgb_novelty;
     xo.model.objective = o.xgb_objective;
     xo.model.ensemble = o.xgb_ensemble;

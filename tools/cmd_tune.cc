@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "loom/loom.h"
+#include "loom/tuner/features.h"
 #include "loom/tuner/tuner.h"
 
 namespace loom::cli {
@@ -33,8 +34,9 @@ int run(const Args& a) {
 
   using tuner::FeatureSet;
   const std::string features =
-      a.choice("--features", to_string(FeatureSet::kItervarKnob),
-               {to_string(FeatureSet::kItervarKnob), to_string(FeatureSet::kItervar), to_string(FeatureSet::kKnob)});
+      a.choice("--features", to_string(FeatureSet::kAuto),
+               {to_string(FeatureSet::kAuto), to_string(FeatureSet::kItervarKnob), to_string(FeatureSet::kItervar),
+                to_string(FeatureSet::kKnob)});
   if (a.has("--features") && name != "xgb") a.usage_error("--features needs --tuner xgb (the cost model's features)");
   std::unique_ptr<tuner::Tuner> t;
   if (name == "xgb") {
@@ -97,8 +99,10 @@ Command tune_command() {
       {"--tuner", "NAME", "xgb (cost model + simulated annealing), random, grid or ga (default: xgb)"},
       {"--resume", "", "skip configs already in --log and learn from them first"},
       {"--features", "SET",
-       "what the xgb model sees: itervar+knob, itervar or knob (knob values only: no lowering; "
-       "spaces up to 65536 configs ranked whole) (default: itervar+knob)"},
+       fmt::format("what the xgb model sees: auto (knob for spaces of up to {} configs, itervar+knob beyond), ",
+                   tuner::kAutoKnobSpace) +
+           "itervar+knob (the loop IR's features and the knob values), itervar or knob (knob values only: no "
+           "lowering; spaces up to 65536 configs ranked whole) (default: auto)"},
       {"--transfer-from", "FILE", "seed the xgb cost model with another log's records", true},
       {"--timeout", "S", "seconds allowed to build, and to run, one candidate (default: 10)"},
       {"--jobs", "N", "candidates built in parallel (default: 0, one per core)"},

@@ -368,15 +368,22 @@ std::vector<float> extract_features(const lowering::LoweredFunc& f, const Config
   return out;
 }
 
+FeatureSet resolve_feature_set(FeatureSet set, int64_t space_size) {
+  if (set != FeatureSet::kAuto) return set;
+  return space_size <= kAutoKnobSpace ? FeatureSet::kKnob : FeatureSet::kItervarKnob;
+}
+
 FeatureSet parse_feature_set(const std::string& name) {
+  if (name == "auto") return FeatureSet::kAuto;
   if (name == "itervar+knob") return FeatureSet::kItervarKnob;
   if (name == "itervar") return FeatureSet::kItervar;
   if (name == "knob") return FeatureSet::kKnob;
-  fail("unknown feature set '{}' (expected itervar+knob, itervar or knob)", name);
+  fail("unknown feature set '{}' (expected auto, itervar+knob, itervar or knob)", name);
 }
 
 std::string to_string(FeatureSet set) {
   switch (set) {
+    case FeatureSet::kAuto: return "auto";
     case FeatureSet::kItervarKnob: return "itervar+knob";
     case FeatureSet::kItervar: return "itervar";
     case FeatureSet::kKnob: return "knob";
@@ -391,6 +398,7 @@ std::vector<float> knob_features(const ConfigEntity& e) {
 }
 
 std::vector<float> extract_features(const Task& task, const ConfigEntity& e, FeatureSet set) {
+  set = resolve_feature_set(set, task.space().size());
   if (set == FeatureSet::kKnob) return knob_features(e);
   Instance inst = task.instantiate(e);
   lowering::LowerOptions opts;

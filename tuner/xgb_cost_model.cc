@@ -156,6 +156,8 @@ std::vector<double> XGBCostModel::predict(const std::vector<std::vector<float>>&
 }
 
 int XGBCostModel::load_history(const Task& task, const std::vector<records::Record>& recs, FeatureSet set) {
+  // Every workload's configs are featurized as this task's are.
+  set = resolve_feature_set(set, task.space().size());
   // Group by workload; each group's targets are normalized by its own best.
   std::map<std::string, std::vector<const records::Record*>> by_workload;
   Target target = task.target();

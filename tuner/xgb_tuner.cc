@@ -10,7 +10,8 @@
 
 namespace loom::tuner {
 
-XGBTuner::XGBTuner(Task task, XGBTunerOptions opt) : Tuner(std::move(task)), xopt_(std::move(opt)) {}
+XGBTuner::XGBTuner(Task task, XGBTunerOptions opt)
+    : Tuner(std::move(task)), xopt_(std::move(opt)), feature_set_(resolve_feature_set(xopt_.features, task_.space().size())) {}
 XGBTuner::~XGBTuner() = default;
 
 void XGBTuner::reset(const TuneOptions& opt) {
@@ -18,14 +19,18 @@ void XGBTuner::reset(const TuneOptions& opt) {
   mopt.seed = opt.seed;
   model_ = std::make_unique<XGBCostModel>(mopt);
   SAOptions sa = xopt_.explorer;
-  if (xopt_.features == FeatureSet::kKnob) sa.exhaustive_up_to = std::max<int64_t>(sa.exhaustive_up_to, 1 << 16);
+  if (feature_set_ == FeatureSet::kKnob) sa.exhaustive_up_to = std::max<int64_t>(sa.exhaustive_up_to, 1 << 16);
   explorer_ = std::make_unique<SimulatedAnnealingExplorer>(task_.space(), sa, opt.seed);
   feature_cache_.clear();
   instantiated_.clear();
+  if (opt.progress)
+    *opt.progress << fmt::format("[{}] {}: cost model on {} features{} ({} configs in the space)\n", name(), task_.key(),
+                                 to_string(feature_set_), xopt_.features == FeatureSet::kAuto ? ", chosen by auto" : "",
+                                 task_.space().size());
   if (!opt.transfer_from.empty()) {
     // All logs at once, so that a config logged by several runs is learned once.
     std::vector<records::Record> all = records::read_logs(opt.transfer_from, opt.progress);
-    int used = model_->load_history(task_, all, xopt_.features);
+    int used = model_->load_history(task_, all, feature_set_);
     if (opt.progress)
       *opt.progress << fmt::format("[{}] {}: transfer learning from {} distinct configs ({} records in {})\n", name(),
                                    task_.key(), used, all.size(),
@@ -39,7 +44,7 @@ const std::vector<float>& XGBTuner::features(int64_t index) {
   if (it != feature_cache_.end()) return it->second;
   std::vector<float> f;
   try {
-    f = extract_features(task_, task_.space().get(index), xopt_.features);
+    f = extract_features(task_, task_.space().get(index), feature_set_);
   } catch (const Error&) {
     f.clear();  // cannot be instantiated or lowered
   }
@@ -48,7 +53,7 @@ const std::vector<float>& XGBTuner::features(int64_t index) {
 
 bool XGBTuner::buildable(int64_t index) {
   if (features(index).empty()) return false;
-  if (xopt_.features != FeatureSet::kKnob || !instantiated_.insert(index).second) return true;
+  if (feature_set_ != FeatureSet::kKnob || !instantiated_.insert(index).second) return true;
   try {
     task_.instantiate(index);
     return true;

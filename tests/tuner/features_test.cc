@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "loom/lower/stmt.h"
+#include "loom/tuner/tuner.h"
 
 namespace loom::tuner {
 namespace {
@@ -164,17 +165,36 @@ TEST(Features, KnobPartNamesTheRestAndThePadding) {
 TEST(Features, FeatureSets) {
   Task task = Task::create("matmul", {64, 64, 64}, Target("llvm"));
   ConfigEntity e = task.space().get(task.default_index());
-  std::vector<float> all = extract_features(task, e);
-  EXPECT_EQ(extract_features(task, e, FeatureSet::kItervarKnob), all);
+  std::vector<float> all = extract_features(task, e, FeatureSet::kItervarKnob);
+  ASSERT_EQ(all.size(), size_t(fl::kLength));
   std::vector<float> loops = extract_features(task, e, FeatureSet::kItervar);
   ASSERT_EQ(loops.size(), all.size());
   EXPECT_TRUE(std::equal(all.begin(), all.begin() + fl::kKnobs, loops.begin()));
   EXPECT_TRUE(std::all_of(loops.begin() + fl::kKnobs, loops.end(), [](float v) { return v == 0; }));
   std::vector<float> knobs = extract_features(task, e, FeatureSet::kKnob);
   EXPECT_TRUE(std::equal(knobs.begin(), knobs.end(), all.begin() + fl::kKnobs));
-  for (FeatureSet s : {FeatureSet::kItervarKnob, FeatureSet::kItervar, FeatureSet::kKnob})
+  for (FeatureSet s : {FeatureSet::kAuto, FeatureSet::kItervarKnob, FeatureSet::kItervar, FeatureSet::kKnob})
     EXPECT_EQ(parse_feature_set(to_string(s)), s);
   EXPECT_THROW(parse_feature_set("curve"), Error);
+}
+
+TEST(Features, AutoIsKnobForSmallSpacesOnly) {
+  EXPECT_EQ(resolve_feature_set(FeatureSet::kAuto, kAutoKnobSpace), FeatureSet::kKnob);
+  EXPECT_EQ(resolve_feature_set(FeatureSet::kAuto, kAutoKnobSpace + 1), FeatureSet::kItervarKnob);
+  EXPECT_EQ(resolve_feature_set(FeatureSet::kItervar, 10), FeatureSet::kItervar);
+  Task small = Task::create("depthwise_conv2d_nchw", {1, 16, 14, 14, 3, 3}, Target("llvm"));
+  Task large = Task::create("matmul", {1024, 1024, 1024}, Target("llvm"));
+  ASSERT_LE(small.space().size(), kAutoKnobSpace);
+  ASSERT_GT(large.space().size(), kAutoKnobSpace);
+  ConfigEntity s = small.space().get(small.default_index());
+  ConfigEntity l = large.space().get(large.default_index());
+  EXPECT_EQ(extract_features(small, s), extract_features(small, s, FeatureSet::kKnob));
+  EXPECT_EQ(extract_features(large, l), extract_features(large, l, FeatureSet::kItervarKnob));
+  EXPECT_EQ(XGBTuner(small).feature_set(), FeatureSet::kKnob);
+  EXPECT_EQ(XGBTuner(large).feature_set(), FeatureSet::kItervarKnob);
+  XGBTunerOptions forced;
+  forced.features = FeatureSet::kItervarKnob;
+  EXPECT_EQ(XGBTuner(small, forced).feature_set(), FeatureSet::kItervarKnob);
 }
 
 }  // namespace

@@ -62,9 +62,10 @@ class XGBCostModel : public CostModel {
   /// throughput. A record is featurized on its own workload, so other shapes of the template
   /// count; records whose config does not fit their workload's space are skipped, and a
   /// config with several records is one row, at its fastest. Returns the number of rows
-  /// added. `set` must be the feature set the model is used with.
+  /// added. `set` must be the feature set the model is used with (kAuto
+  /// is resolved for `task`'s space).
   int load_history(const Task& task, const std::vector<records::Record>& records,
-                   FeatureSet set = FeatureSet::kItervarKnob);
+                   FeatureSet set = FeatureSet::kAuto);
   size_t history_size() const { return hist_x_.size(); }
 
  private:

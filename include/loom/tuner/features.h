@@ -50,12 +50,22 @@ inline constexpr int kKnobs = kGlobal + kGlobalFeatures;
 
 /// Which features the cost model sees.
 enum class FeatureSet {
+  kAuto,         // kKnob for spaces of up to kAutoKnobSpace configs, kItervarKnob beyond
   kItervarKnob,  // the loop IR's and the knob values (features::kLength values)
   kItervar,      // the loop IR's only (knob slots left 0)
   kKnob,         // the knob values only (features::kMaxKnobFeatures values): no lowering, so
                  // cheap enough to score whole spaces; cannot tell which configs fail to build
 };
-/// "itervar+knob", "itervar" or "knob"; loom::Error naming the choices otherwise.
+/// The largest space FeatureSet::kAuto models on knob values alone. In a space this small the
+/// few first trials pin down a model of a handful of knob values better than one of the
+/// loop IR's hundreds of features (on whole-space tables of 120-160-config depthwise spaces,
+/// docs/benchmarks.md); in large ones the loop features generalize across knob values.
+inline constexpr int64_t kAutoKnobSpace = 1024;
+
+/// `set` for a space of `space_size` configs: kAuto resolved, any other set unchanged.
+FeatureSet resolve_feature_set(FeatureSet set, int64_t space_size);
+
+/// "auto", "itervar+knob", "itervar" or "knob"; loom::Error naming the choices otherwise.
 FeatureSet parse_feature_set(const std::string& name);
 std::string to_string(FeatureSet set);
 
@@ -66,10 +76,11 @@ std::vector<float> knob_features(const ConfigEntity& e);
 /// skip_packed_api) and, if given, of the config that produced it. Deterministic.
 std::vector<float> extract_features(const lowering::LoweredFunc& f, const ConfigEntity* e = nullptr);
 
-/// The features of `set` of config `e` of `task`. For the loop sets it instantiates and lowers
-/// the config, throwing InstantiationError (or loom::Error from lowering) for a config that
-/// cannot be built; for kKnob it does neither and throws nothing.
+/// The features of `set` (kAuto resolved for `task`'s space) of config `e` of `task`. For the
+/// loop sets it instantiates and lowers the config, throwing InstantiationError (or
+/// loom::Error from lowering) for a config that cannot be built; for kKnob it does neither
+/// and throws nothing.
 std::vector<float> extract_features(const Task& task, const ConfigEntity& e,
-                                    FeatureSet set = FeatureSet::kItervarKnob);
+                                    FeatureSet set = FeatureSet::kAuto);
 
 }  // namespace loom::tuner

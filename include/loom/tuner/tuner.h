@@ -153,10 +153,10 @@ class GATuner : public Tuner {
 struct XGBTunerOptions {
   XGBOptions model;
   SAOptions explorer;
-  /// What the model sees of a config (see FeatureSet). With kKnob, scoring is cheap enough
-  /// that the explorer ranks spaces of up to 65536 configs whole (or explorer.exhaustive_up_to
-  /// if larger).
-  FeatureSet features = FeatureSet::kItervarKnob;
+  /// What the model sees of a config (see FeatureSet; kAuto is resolved for the task's space).
+  /// With kKnob, scoring is cheap enough that the explorer ranks spaces of up to 65536
+  /// configs whole (or explorer.exhaustive_up_to if larger).
+  FeatureSet features = FeatureSet::kAuto;
   /// Trials chosen at random before the model guides the search (it always waits for a
   /// valid result, whatever this says).
   int random_warmup = 0;
@@ -173,6 +173,8 @@ class XGBTuner : public Tuner {
   const XGBCostModel& model() const { return *model_; }
   /// The annealing explorer; its chains stay empty until the model first guides a batch.
   const SimulatedAnnealingExplorer& explorer() const { return *explorer_; }
+  /// The feature set in use: XGBTunerOptions::features resolved for the task's space.
+  FeatureSet feature_set() const { return feature_set_; }
 
  protected:
   void reset(const TuneOptions& opt) override;
@@ -188,6 +190,7 @@ class XGBTuner : public Tuner {
   std::vector<double> score(const std::vector<int64_t>& indices);
 
   XGBTunerOptions xopt_;
+  FeatureSet feature_set_;
   std::unique_ptr<XGBCostModel> model_;
   std::unique_ptr<SimulatedAnnealingExplorer> explorer_;
   std::unordered_map<int64_t, std::vector<float>> feature_cache_;
