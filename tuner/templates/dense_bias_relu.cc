@@ -2,9 +2,9 @@
 //
 // W is packed into [ceil(M/16), K, 16], copied in 16x16 squares (schedule_transpose_pack:
 // W's rows are the packed columns, so a plain 16-wide copy would gather from 16 rows a
-// power-of-two stride apart, which share one cache set); the dense stage accumulates in a local register
-// tile computed at the output's tile, and bias and relu are applied as that tile is
-// written out (the output stage is the elementwise epilogue).
+// power-of-two stride apart, which share one cache set). The dense stage accumulates in a
+// local register tile computed at the output's tile, and bias and relu are applied as that
+// tile is written out (the output stage is the elementwise epilogue).
 #include "templates.h"
 
 namespace loom::tuner {
