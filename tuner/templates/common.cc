@@ -211,9 +211,9 @@ void schedule_pack(schedule::Stage pack) {
 
 void schedule_transpose_pack(schedule::Stage pack) {
   const auto& leaves = pack.leaf_iter_vars();
-  std::vector<te::IterVar> order(leaves.begin(), leaves.end() - 2);
+  std::vector<te::IterVar> blocks(leaves.begin(), leaves.end() - 2);
   const te::IterVar k = leaves[leaves.size() - 2], v = leaves.back();
-  const te::IterVar outer = order.size() > 1 ? pack.fuse(order) : order[0];
+  const te::IterVar outer = blocks.size() > 1 ? pack.fuse(blocks) : blocks[0];
   auto [ko, ki] = pack.split(k, te::Expr(kBlock));
   pack.reorder({outer, ko, v, ki});
   pack.unroll(v);
