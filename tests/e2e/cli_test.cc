@@ -150,7 +150,9 @@ TEST_F(CliTest, TuneThenSummaryShowBuildBenchPlot) {
   EXPECT_HAS(random.err, "8/8 trials");  // the tuner's progress on stderr
   Result xgb = loom("tune " + kShape + " --tuner xgb --log " + xlog + fast);
   ASSERT_EQ(xgb.rc, 0) << xgb.out << xgb.err;
-  // 8 trials, then the 5 fastest measured twice more each (--confirm 5 by default).
+  // 8 trials, then the 5 fastest measured twice more each (--confirm 5 by default); when the
+  // re-measurements drop a config out of the top 5, the one that rises in is confirmed too,
+  // so timing noise decides how many of the 8 end up confirmed (5 at least).
   EXPECT_HAS(random.out, "median of 3 measurements");
   {
     std::ifstream is(log);
@@ -159,8 +161,10 @@ TEST_F(CliTest, TuneThenSummaryShowBuildBenchPlot) {
       lines += !line.empty();
       confirming += line.find("\"tuner\":\"confirm\"") != std::string::npos;
     }
-    EXPECT_EQ(lines, 18);
-    EXPECT_EQ(confirming, 10);
+    EXPECT_EQ(lines, 8 + confirming);
+    EXPECT_GE(confirming, 10);
+    EXPECT_LE(confirming, 16);
+    EXPECT_EQ(confirming % 2, 0);
   }
   // --resume measures only new configs: the log grows by the new trials.
   Result resumed = loom("tune " + kShape + " --tuner random --resume --log " + log + " --trials 4 --batch 4 --repeat 1 --min-repeat-ms 1");
