@@ -148,7 +148,8 @@ cli::Command command() {
        "(default 0.5; 0 keeps the chains where they are)"},
       {"--xgb-exhaustive", "N",
        "the XGB explorer ranks spaces of up to N configs whole instead of annealing (SAOptions::exhaustive_up_to; "
-       "default " + fmt::format("{}", tuner::SAOptions().exhaustive_up_to) + ", 65536 with --features knob)"},
+       "default " + fmt::format("{}", tuner::SAOptions().exhaustive_up_to) +
+           ", at least 65536 with knob features, which auto picks for small spaces)"},
       {"--xgb-epsilon", "F",
        "share of each XGB batch chosen at random among unmeasured configs (SAOptions::epsilon; default 0.05)"},
       {"--xgb-novelty", "F",

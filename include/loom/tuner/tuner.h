@@ -154,8 +154,8 @@ struct XGBTunerOptions {
   XGBOptions model;
   SAOptions explorer;
   /// What the model sees of a config (see FeatureSet; kAuto is resolved for the task's space).
-  /// With kKnob, scoring is cheap enough that the explorer ranks spaces of up to 65536
-  /// configs whole (or explorer.exhaustive_up_to if larger).
+  /// With knob features (kKnob, or kAuto on a small space), scoring is cheap enough that the
+  /// explorer ranks spaces of up to 65536 configs whole (or explorer.exhaustive_up_to if larger).
   FeatureSet features = FeatureSet::kAuto;
   /// Trials chosen at random before the model guides the search (it always waits for a
   /// valid result, whatever this says).
