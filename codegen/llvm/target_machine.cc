@@ -63,6 +63,13 @@ std::unique_ptr<llvm::TargetMachine> create_target_machine(const Target& target)
     }
   }
 
+  // SSE4a's insertq and extrq have no VEX form: LLVM uses them for some shuffles of vectors
+  // that do not fill a register (12 lanes), in the middle of 256-bit AVX code, and on the AMD
+  // EPYC hosts measured each costs a state transition. A depthwise convolution spent 80% of
+  // its time next to them and ran 11x slower than without (docs/benchmarks.md).
+  if (llvm::Triple(triple).isX86() && target.get("mattr").find("sse4a") == std::string::npos)
+    features += features.empty() ? "-sse4a" : ",-sse4a";
+
   llvm::TargetOptions opts;
   opts.AllowFPOpFusion = llvm::FPOpFusion::Fast;
   std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(

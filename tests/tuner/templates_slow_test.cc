@@ -195,6 +195,22 @@ TEST(Task, MatmulDefaultIsRegisterBlocked) {
   EXPECT_NE(ir.find("parallel"), std::string::npos);
 }
 
+TEST(Task, X86CodeHasNoSse4aShufflesUnlessAsked) {
+  // The depthwise default config on a 28-wide image: 16-lane tiles with a 12-lane tail and
+  // the padding inlined, whose masks LLVM builds with SSE4a's insertq when allowed. Those
+  // legacy-encoded shuffles amid 256-bit AVX code ran it 11x slower on an AMD EPYC host.
+  Task t = Task::create("depthwise_conv2d_nchw", {1, 8, 28, 28, 3, 3}, Target("llvm"), "float32",
+                        {{"stride", "1"}, {"pad", "1"}});
+  Instance inst = t.instantiate_default();
+  auto uses_sse4a = [&](const std::string& target) {
+    std::string s = codegen::build(inst.schedule, inst.args, Target(target), "dw").source("asm");
+    return s.find("insertq") != std::string::npos || s.find("extrq") != std::string::npos;
+  };
+  EXPECT_FALSE(uses_sse4a("llvm -mcpu=znver2"));
+  EXPECT_FALSE(uses_sse4a("llvm -mcpu=znver3 -mattr=+avx2"));
+  EXPECT_TRUE(uses_sse4a("llvm -mcpu=znver2 -mattr=+sse4a")) << "the pattern this guards against";
+}
+
 TEST(BuildBest, FallsBackToDefaultWithWarning) {
   Task t = Task::create("matmul", {30, 17, 13}, Target("llvm"));
   records::ApplyHistoryBest none;
