@@ -118,6 +118,10 @@ struct Options {
   int rounds = 5;         // rounds of re-measurement of the shortlisted configs; 0: none
   std::string replay;     // directory of whole-space logs the trials are looked up in
   int threads = 1;        // threads a measured candidate runs with
+  // Every tuner measures the template's default config first in `loom tune`; here no run
+  // does, so that a task whose default is already within 95% of the best (depthwise since
+  // 2026-11-24) still compares the searches rather than tying every run at trial 1.
+  bool with_default = false;
 };
 
 cli::Command command() {
@@ -166,6 +170,9 @@ cli::Command command() {
                    "itervar+knob, itervar or knob (default auto)",
                    tuner::kAutoKnobSpace)},
       {"--no-tune", "", "tune nothing; report the runs whose logs exist (partial ones too)"},
+      {"--with-default", "",
+       "start every run with the template's default config, as loom tune does (default: runs start from "
+       "nothing, so a good default cannot tie every tuner at trial 1)"},
       {"--replay", "DIR",
        "look every trial up in DIR/<task>.jsonl, a log of the task's whole space, instead of measuring it "
        "(no re-measurement then); with --replay, --tasks may also name any DIR/<name>.jsonl, its task taken from "
@@ -232,6 +239,7 @@ Options options_from(const cli::Args& a) {
   o.rounds = int(a.integer("--rounds", o.rounds, 0, 1000));
   if (!o.replay.empty()) o.rounds = 0;
   o.no_tune = a.has("--no-tune");
+  o.with_default = a.has("--with-default");
   o.svg = a.has("--svg");
   o.verbose = a.has("--verbose");
   o.xgb_restart = a.number("--xgb-restart", o.xgb_restart, 0);
@@ -541,6 +549,7 @@ void tune_run(const Options& o, const TaskSpec& spec, const tuner::Task& task, c
   t.resume = !have.empty();
   t.seed = uint64_t(seed);
   t.batch_size = o.batch;
+  t.include_default = o.with_default;
   t.measure.min_repeat_ms = o.min_repeat_ms;
   t.progress = o.verbose ? &std::cerr : nullptr;
   if (landscape) {
@@ -704,8 +713,9 @@ int run(const Options& o) {
 
   // ---- report
   std::printf("loom tune_efficiency: %d trials per run, batch %d, seeds %zu, min_repeat_ms %.0f, %d thread(s) per "
-              "candidate, cpu %s%s%s\n\n",
-              o.trials, o.batch, o.seeds.size(), o.min_repeat_ms, o.threads, tuner::host_cpu_name().c_str(),
+              "candidate, %s, cpu %s%s%s\n\n",
+              o.trials, o.batch, o.seeds.size(), o.min_repeat_ms, o.threads,
+              o.with_default ? "default config first" : "no default config", tuner::host_cpu_name().c_str(),
               o.no_tune ? " (--no-tune: only the runs with logs; the runs column says how many)" : "",
               o.replay.empty() ? ""
                                : fmt::format("; replayed: every trial looked up in {}/<task>.jsonl (cand/minute "
