@@ -6,14 +6,16 @@
 namespace loom {
 
 /// A compilation target parsed from a string: a kind followed by -key=value options.
-/// Known kinds: "llvm" (CPU; options -mcpu, -mtriple, -mattr) and "cuda" (-arch).
+/// Known kinds: "llvm" (CPU; options -mcpu, -mtriple, -mattr) and "cuda" (-arch). Without
+/// -mcpu an "llvm" target for this host compiles for the host's CPU and features. On x86,
+/// SSE4a stays off unless -mattr names it (docs/benchmarks.md says why).
 class Target {
  public:
   Target() : Target("llvm") {}
   Target(const char* s) : Target(std::string(s)) {}  // NOLINT: implicit, as users write it
   Target(const std::string& s);                       // NOLINT
 
-  /// The host CPU target with its detected name and features filled in.
+  /// The host CPU target: "llvm", which code generation resolves to the host's CPU.
   static Target host();
 
   const std::string& kind() const { return kind_; }
