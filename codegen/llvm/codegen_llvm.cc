@@ -12,6 +12,8 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/Support/Alignment.h>
 
+#include <functional>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -126,6 +128,8 @@ class CodeGenLLVM {
     if (!t.is_bool()) return llvm_type(t);
     return t.lanes() > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(i8_, t.lanes())) : i8_;
   }
+  /// Alignment of loads and stores of `t`'s elements: vectors are only element-aligned.
+  llvm::Align element_align(DataType t) { return dl_.getABITypeAlign(mem_type(t.element_of())); }
 
   // ---- variables and scopes
   void bind(const VarNode* v, llvm::Value* val, std::vector<std::pair<const VarNode*, llvm::Value*>>* saved) {
@@ -268,6 +272,17 @@ class CodeGenLLVM {
   llvm::Value* emit_dltensor_field(llvm::Value* h, std::initializer_list<unsigned> path, llvm::Type* ty);
   llvm::Value* emit_libm(const std::string& base, DataType t, llvm::Value* x);
   llvm::Value* emit_load(const te::LoadNode* op);
+  /// `cond ? then() : otherwise()` with only the taken side executed: a branch to two blocks
+  /// named `name`.then / .else, joined by a PHI.
+  llvm::Value* emit_branches(llvm::Value* cond, const std::function<llvm::Value*()>& then,
+                             const std::function<llvm::Value*()>& otherwise, const char* name);
+  /// A vector load with a constant stride of 2..kMaxDenseLoadStride, every lane loaded:
+  /// lane-wide loads covering the span the lanes touch and a shuffle picking every stride-th
+  /// element (far faster than a gather on x86). The last load is moved back to end at the last
+  /// lane's element, so nothing is read that a gather would not.
+  llvm::Value* emit_strided_dense_load(const te::LoadNode* op, const te::RampNode* ramp, int64_t stride);
+  /// A masked gather of op's lanes at the addresses of its (vector) index.
+  llvm::Instruction* emit_gather(const te::LoadNode* op, llvm::Value* mask);
   llvm::Value* splat(int lanes, llvm::Value* v) { return lanes > 1 ? b_.CreateVectorSplat(lanes, v) : v; }
   llvm::Value* all_true(int lanes) { return llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1_, lanes)); }
   /// Converts a loaded memory value to its register form (bool: i8 → i1) and back.
@@ -669,107 +684,107 @@ llvm::Value* CodeGenLLVM::emit_call(const te::CallNode* op) {
   fail("codegen: unknown intrinsic '{}' in function '{}'", n, func_name_);
 }
 
+llvm::Value* CodeGenLLVM::emit_branches(llvm::Value* cond, const std::function<llvm::Value*()>& then,
+                                        const std::function<llvm::Value*()>& otherwise, const char* name) {
+  auto* then_bb = llvm::BasicBlock::Create(ctx_, std::string(name) + ".then", cur_->fn);
+  auto* else_bb = llvm::BasicBlock::Create(ctx_, std::string(name) + ".else", cur_->fn);
+  auto* end_bb = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", cur_->fn);
+  b_.CreateCondBr(cond, then_bb, else_bb);
+  b_.SetInsertPoint(then_bb);
+  llvm::Value* a = then();
+  llvm::BasicBlock* a_end = b_.GetInsertBlock();
+  b_.CreateBr(end_bb);
+  b_.SetInsertPoint(else_bb);
+  llvm::Value* b = otherwise();
+  llvm::BasicBlock* b_end = b_.GetInsertBlock();
+  b_.CreateBr(end_bb);
+  b_.SetInsertPoint(end_bb);
+  llvm::PHINode* phi = b_.CreatePHI(a->getType(), 2);
+  phi->addIncoming(a, a_end);
+  phi->addIncoming(b, b_end);
+  return phi;
+}
+
+llvm::Value* CodeGenLLVM::emit_strided_dense_load(const te::LoadNode* op, const te::RampNode* ramp, int64_t stride) {
+  llvm::Type* mt = mem_type(op->dtype.element_of());
+  llvm::Type* vt = mem_type(op->dtype);
+  const llvm::Align align = element_align(op->dtype);
+  const int64_t lanes = op->dtype.lanes();
+  const int64_t span = (lanes - 1) * stride + 1;
+  const int64_t chunks = (span + lanes - 1) / lanes;
+  llvm::Value* p = b_.CreateInBoundsGEP(mt, buffer_ptr(op->buffer_var), emit(ramp->base));
+  llvm::SmallVector<llvm::Value*, 4> parts;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t at = c + 1 < chunks ? c * lanes : span - lanes;
+    llvm::Instruction* l = b_.CreateAlignedLoad(vt, b_.CreateConstInBoundsGEP1_64(mt, p, uint64_t(at)), align);
+    annotate(l, op->buffer_var.get());
+    parts.push_back(l);
+  }
+  llvm::SmallVector<int, 16> pick;
+  for (int64_t i = 0; i < lanes; ++i) {
+    const int64_t e = i * stride;
+    pick.push_back(int(e < (chunks - 1) * lanes ? e : (chunks - 1) * lanes + e - (span - lanes)));
+  }
+  return b_.CreateShuffleVector(llvm::concatenateVectors(b_, parts), pick);
+}
+
+llvm::Instruction* CodeGenLLVM::emit_gather(const te::LoadNode* op, llvm::Value* mask) {
+  llvm::Type* mt = mem_type(op->dtype.element_of());
+  llvm::Type* vt = mem_type(op->dtype);
+  const llvm::Align align = element_align(op->dtype);
+  llvm::Value* idx = emit(op->index);
+  LOOM_CHECK(idx->getType()->isVectorTy(), "codegen: vector load of {} from '{}' with a scalar index in function '{}'",
+             op->dtype.str(), op->buffer_var.name(), func_name_);
+  llvm::Value* ptrs = b_.CreateInBoundsGEP(mt, buffer_ptr(op->buffer_var), idx);
+  llvm::Instruction* g = b_.CreateMaskedGather(vt, ptrs, align, mask, llvm::Constant::getNullValue(vt));
+  annotate(g, op->buffer_var.get());
+  return g;
+}
+
 llvm::Value* CodeGenLLVM::emit_load(const te::LoadNode* op) {
   DataType t = op->dtype;
   DataType et = t.element_of();
   llvm::Type* mt = mem_type(et);
   llvm::Value* base = buffer_ptr(op->buffer_var);
-  llvm::Align align(std::max<uint64_t>(1, dl_.getABITypeAlign(mt).value()));
+  const llvm::Align align = element_align(t);
   int lanes = t.lanes();
-  llvm::Value* out = nullptr;
-  llvm::Instruction* inst = nullptr;
-  if (lanes == 1 && op->predicate.defined()) {
-    // A predicated scalar: load only when the predicate holds, else zero.
-    llvm::Value* pred = emit_as(op->predicate, DataType::Bool());
-    llvm::BasicBlock* from = b_.GetInsertBlock();
-    auto* then_bb = llvm::BasicBlock::Create(ctx_, "pred_load", cur_->fn);
-    auto* end_bb = llvm::BasicBlock::Create(ctx_, "pred_load_end", cur_->fn);
-    b_.CreateCondBr(pred, then_bb, end_bb);
-    b_.SetInsertPoint(then_bb);
-    inst = b_.CreateAlignedLoad(mt, b_.CreateInBoundsGEP(mt, base, emit(op->index)), align);
-    annotate(inst, op->buffer_var.get());
-    llvm::BasicBlock* loaded = b_.GetInsertBlock();
-    b_.CreateBr(end_bb);
-    b_.SetInsertPoint(end_bb);
-    llvm::PHINode* phi = b_.CreatePHI(mt, 2);
-    phi->addIncoming(inst, loaded);
-    phi->addIncoming(llvm::Constant::getNullValue(mt), from);
-    return from_mem(t, phi);
-  }
   if (lanes == 1) {
-    llvm::Value* p = b_.CreateInBoundsGEP(mt, base, emit(op->index));
-    inst = b_.CreateAlignedLoad(mt, p, align);
-    out = inst;
-  } else {
-    llvm::Type* vt = mem_type(t);
-    const auto* ramp = op->index.as<te::RampNode>();
-    if (ramp && const_int(ramp->stride) == 1) {
-      llvm::Value* p = b_.CreateInBoundsGEP(mt, base, emit(ramp->base));
-      if (op->predicate.defined()) inst = b_.CreateMaskedLoad(vt, p, align, emit(op->predicate), llvm::Constant::getNullValue(vt));
-      else inst = b_.CreateAlignedLoad(vt, p, align);
-      out = inst;
-    } else if (std::optional<int64_t> stride = ramp ? const_int(ramp->stride) : std::nullopt;
-               stride && *stride >= 2 && *stride <= kMaxDenseLoadStride) {
-      // A short constant stride: dense loads of `lanes` elements covering the span the lanes
-      // touch, then a shuffle picking every stride-th element (what x86 does far faster than a
-      // gather). The last load is moved back to end at the last lane's element, so nothing is
-      // read that the gather would not.
-      const int64_t span = (lanes - 1) * *stride + 1;
-      const int64_t chunks = (span + lanes - 1) / lanes;
-      llvm::SmallVector<int, 16> pick;
-      for (int64_t i = 0; i < lanes; ++i) {
-        const int64_t e = i * *stride;
-        pick.push_back(int(e < (chunks - 1) * lanes ? e : (chunks - 1) * lanes + e - (span - lanes)));
-      }
-      auto dense = [&] {
-        llvm::Value* p = b_.CreateInBoundsGEP(mt, base, emit(ramp->base));
-        llvm::SmallVector<llvm::Value*, 4> parts;
-        for (int64_t c = 0; c < chunks; ++c) {
-          const int64_t at = c + 1 < chunks ? c * lanes : span - lanes;
-          llvm::Instruction* l = b_.CreateAlignedLoad(vt, b_.CreateConstInBoundsGEP1_64(mt, p, uint64_t(at)), align);
-          annotate(l, op->buffer_var.get());
-          parts.push_back(l);
-        }
-        return b_.CreateShuffleVector(llvm::concatenateVectors(b_, parts), pick);
-      };
-      if (!op->predicate.defined()) return from_mem(t, dense());
-      // Predicated (a padded border, a partial tile): the dense load where every lane holds,
-      // as in the interior of an image; a masked gather where some lane does not.
-      llvm::Value* mask = emit(op->predicate);
-      auto* dense_bb = llvm::BasicBlock::Create(ctx_, "strided_dense", cur_->fn);
-      auto* gather_bb = llvm::BasicBlock::Create(ctx_, "strided_gather", cur_->fn);
-      auto* end_bb = llvm::BasicBlock::Create(ctx_, "strided_end", cur_->fn);
-      b_.CreateCondBr(b_.CreateAndReduce(mask), dense_bb, gather_bb);
-      b_.SetInsertPoint(dense_bb);
-      llvm::Value* d = dense();
-      llvm::BasicBlock* dense_end = b_.GetInsertBlock();
-      b_.CreateBr(end_bb);
-      b_.SetInsertPoint(gather_bb);
-      llvm::Value* ptrs = b_.CreateInBoundsGEP(mt, base, emit(op->index));
-      llvm::Instruction* g = b_.CreateMaskedGather(vt, ptrs, align, mask, llvm::Constant::getNullValue(vt));
-      annotate(g, op->buffer_var.get());
-      llvm::BasicBlock* gather_end = b_.GetInsertBlock();
-      b_.CreateBr(end_bb);
-      b_.SetInsertPoint(end_bb);
-      llvm::PHINode* phi = b_.CreatePHI(d->getType(), 2);
-      phi->addIncoming(d, dense_end);
-      phi->addIncoming(g, gather_end);
-      return from_mem(t, phi);
-    } else if (const auto* bc = op->index.as<te::BroadcastNode>(); bc && !op->predicate.defined()) {
-      llvm::Value* p = b_.CreateInBoundsGEP(mt, base, emit(bc->value));
-      inst = b_.CreateAlignedLoad(mt, p, align);
-      out = splat(lanes, inst);
-    } else {
-      llvm::Value* idx = emit(op->index);
-      LOOM_CHECK(idx->getType()->isVectorTy(), "codegen: vector load of {} from '{}' with a scalar index in function '{}'", t.str(), op->buffer_var.name(), func_name_);
-      llvm::Value* ptrs = b_.CreateInBoundsGEP(mt, base, idx);
-      llvm::Value* mask = op->predicate.defined() ? emit(op->predicate) : all_true(lanes);
-      inst = b_.CreateMaskedGather(vt, ptrs, align, mask, llvm::Constant::getNullValue(vt));
-      out = inst;
-    }
+    auto load = [&] {
+      llvm::Instruction* l = b_.CreateAlignedLoad(mt, b_.CreateInBoundsGEP(mt, base, emit(op->index)), align);
+      annotate(l, op->buffer_var.get());
+      return l;
+    };
+    if (!op->predicate.defined()) return from_mem(t, load());
+    // A predicated scalar: load only when the predicate holds, else zero.
+    return from_mem(t, emit_branches(emit_as(op->predicate, DataType::Bool()), load,
+                                     [&] { return llvm::Constant::getNullValue(mt); }, "pred_load"));
   }
-  annotate(inst, op->buffer_var.get());
-  return from_mem(t, out);
+  llvm::Type* vt = mem_type(t);
+  llvm::Value* mask = op->predicate.defined() ? emit(op->predicate) : nullptr;
+  const auto* ramp = op->index.as<te::RampNode>();
+  const std::optional<int64_t> stride = ramp ? const_int(ramp->stride) : std::nullopt;
+  if (stride == 1) {
+    llvm::Value* p = b_.CreateInBoundsGEP(mt, base, emit(ramp->base));
+    llvm::Instruction* l = nullptr;
+    if (mask) l = b_.CreateMaskedLoad(vt, p, align, mask, llvm::Constant::getNullValue(vt));
+    else l = b_.CreateAlignedLoad(vt, p, align);
+    annotate(l, op->buffer_var.get());
+    return from_mem(t, l);
+  }
+  if (stride && *stride >= 2 && *stride <= kMaxDenseLoadStride) {
+    auto dense = [&] { return emit_strided_dense_load(op, ramp, *stride); };
+    if (!mask) return from_mem(t, dense());
+    // Predicated (a padded border, a partial tile): the dense loads where every lane holds,
+    // as in the interior of an image; a masked gather where some lane does not.
+    return from_mem(t, emit_branches(b_.CreateAndReduce(mask), dense, [&] { return emit_gather(op, mask); },
+                                     "strided"));
+  }
+  if (const auto* bc = op->index.as<te::BroadcastNode>(); bc && !mask) {
+    llvm::Instruction* l = b_.CreateAlignedLoad(mt, b_.CreateInBoundsGEP(mt, base, emit(bc->value)), align);
+    annotate(l, op->buffer_var.get());
+    return from_mem(t, splat(lanes, l));
+  }
+  return from_mem(t, emit_gather(op, mask ? mask : all_true(lanes)));
 }
 
 llvm::Value* CodeGenLLVM::emit(const Expr& e) {
@@ -862,7 +877,7 @@ void CodeGenLLVM::emit_store(const lowering::StoreNode* op) {
   llvm::Type* mt = mem_type(et);
   llvm::Value* base = buffer_ptr(op->buffer_var);
   llvm::Value* v = to_mem(t, emit(op->value));
-  llvm::Align align(std::max<uint64_t>(1, dl_.getABITypeAlign(mt).value()));
+  const llvm::Align align = element_align(t);
   int lanes = t.lanes();
   llvm::Instruction* inst = nullptr;
   if (lanes == 1 && op->predicate.defined()) {
