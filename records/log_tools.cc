@@ -171,7 +171,8 @@ std::string format_summary(const std::vector<WorkloadSummary>& rows) {
   for (const auto& row : cells) {
     std::string line;
     for (size_t c = 0; c < row.size(); ++c) {
-      bool numeric = c >= 2 && c != 4 && c != 10;
+      const std::string& column = cells[0][c];
+      const bool numeric = column != "workload" && column != "target" && column != "errors" && column != "top 3 configs";
       line += numeric ? fmt::format("{:>{}}", row[c], width[c]) : fmt::format("{:<{}}", row[c], width[c]);
       if (c + 1 < row.size()) line += "  ";
     }
