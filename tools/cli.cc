@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "loom/loom.h"
+#include "loom/tuner/build_best.h"
 
 namespace loom::cli {
 
@@ -270,7 +271,7 @@ Chosen choose_config(const tuner::Task& task, const std::vector<std::string>& lo
     return default_config(task);
   }
   Chosen c;
-  tuner::ConfigEntity e = task.space().from_record(rec->config);
+  tuner::ConfigEntity e = tuner::record_config(task, *rec);
   c.index = e.index();
   c.instance = task.instantiate(e);
   c.record = std::move(rec);

@@ -26,18 +26,9 @@ int run(const Args& a) {
     for (const records::Record& r : records::read_log(f, &std::cerr).records) best.add(r);
   }
   std::optional<records::Record> rec = best.best(task.workload(), task.target().str());
-  runtime::Module m;
-  if (name == task.workload().op) {
-    std::ostringstream fallback;
-    m = tuner::build_best(task, best, &fallback);
-    if (!fallback.str().empty()) std::cerr << "warning: " << fallback.str();
-  } else {  // build_best, under another name
-    if (!rec)
-      std::cerr << fmt::format("warning: no tuning record for {} on {}; using the default config\n", task.key(),
-                               task.target().str());
-    tuner::Instance inst = rec ? task.instantiate(task.space().from_record(rec->config)) : task.instantiate_default();
-    m = codegen::build(inst.schedule, inst.args, task.target(), name);
-  }
+  std::ostringstream fallback;
+  runtime::Module m = tuner::build_best(task, best, &fallback, name);
+  if (!fallback.str().empty()) std::cerr << "warning: " << fallback.str();
   std::filesystem::path p(out);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
   m.export_library(out);
@@ -53,7 +44,7 @@ int run(const Args& a) {
   if (rec) {
     std::cout << fmt::format("config {} from {}: {:.2f} GFLOP/s when tuned ({})\n", rec->config.index,
                              fmt::join(logs, ", "), rec->gflops(),
-                             task.space().from_record(rec->config).str());
+                             tuner::record_config(task, *rec).str());
   } else {
     std::cout << fmt::format("config {}: the template's default (untuned)\n", task.default_index());
   }

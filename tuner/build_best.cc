@@ -7,17 +7,28 @@
 
 namespace loom::tuner {
 
-runtime::Module build_best(const Task& task, const records::ApplyHistoryBest& best, std::ostream* warn) {
+ConfigEntity record_config(const Task& task, const records::Record& record) {
+  try {
+    return task.space().from_record(record.config);
+  } catch (const Error& e) {
+    fail("the record for {} on {} (config {}) does not fit the template's config space, which has changed "
+         "since it was logged; tune again: {}",
+         task.key(), record.target, record.config.index, e.what());
+  }
+}
+
+runtime::Module build_best(const Task& task, const records::ApplyHistoryBest& best, std::ostream* warn,
+                           const std::string& name) {
   const std::string target = task.target().str();
   std::optional<records::Record> rec = best.best(task.workload(), target);
   Instance inst;
   if (rec) {
-    inst = task.instantiate(task.space().from_record(rec->config));
+    inst = task.instantiate(record_config(task, *rec));
   } else {
     if (warn) *warn << fmt::format("no tuning record for {} on {}; using the default config\n", task.key(), target);
     inst = task.instantiate_default();
   }
-  return codegen::build(inst.schedule, inst.args, task.target(), task.workload().op);
+  return codegen::build(inst.schedule, inst.args, task.target(), name.empty() ? task.workload().op : name);
 }
 
 }  // namespace loom::tuner

@@ -246,6 +246,32 @@ TEST(BuildBest, UsesTheBestRecord) {
   auto c = runtime::NDArray::empty({30, 17}, DataType::Float(32));
   m.get_function("matmul")(inputs.at(inst.args[0]), inputs.at(inst.args[1]), c);
   EXPECT_EQ(test::compare_arrays(c, want[0], test::tolerance_for(DataType::Float(32)), "C"), "");
+  // Named otherwise, the same config builds under that name.
+  EXPECT_TRUE(build_best(t, best, &warn, "my_matmul").get_function("my_matmul").defined());
+}
+
+// A log from before a template's knobs changed: the error names the record, not just the knob.
+TEST(BuildBest, RecordFromAnotherSpaceIsAClearError) {
+  Task t = Task::create("matmul", {30, 17, 13}, Target("llvm"));
+  records::Record r;
+  r.workload = t.workload();
+  r.target = t.target().str();
+  r.flop = t.flop();
+  r.config = t.space().get(3).to_record();
+  r.config.knobs.erase("unroll_k");
+  r.result.costs = {1e-6};
+  records::ApplyHistoryBest best;
+  best.add(r);
+  try {
+    build_best(t, best, nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("the record for " + t.key() + " on llvm (config 3) does not fit the template's config space"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("knob 'unroll_k' is missing"), std::string::npos) << msg;
+  }
 }
 
 }  // namespace

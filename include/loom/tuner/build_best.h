@@ -1,6 +1,7 @@
 // build_best: a task compiled with its best tuned config, or its default when untuned.
 #pragma once
 #include <iostream>
+#include <string>
 
 #include "loom/records/record.h"
 #include "loom/runtime/module.h"
@@ -8,10 +9,16 @@
 
 namespace loom::tuner {
 
+/// The config a record of `task` names. Throws loom::Error naming the workload, target and
+/// config index when the record's knobs do not fit the task's space (a log written before
+/// the template's knobs changed).
+ConfigEntity record_config(const Task& task, const records::Record& record);
+
 /// Builds `task` with the config of the best record for (task.key(), task.target().str()) in
 /// `best`; without one, writes "no tuning record for <key> on <target>; using the default
 /// config" to `warn` (if not null) and builds the default config. The module's function is
-/// named after the workload's op.
-runtime::Module build_best(const Task& task, const records::ApplyHistoryBest& best, std::ostream* warn = &std::cerr);
+/// named `name`, or after the workload's op when `name` is empty.
+runtime::Module build_best(const Task& task, const records::ApplyHistoryBest& best, std::ostream* warn = &std::cerr,
+                           const std::string& name = "");
 
 }  // namespace loom::tuner
