@@ -195,6 +195,36 @@ TEST(Task, MatmulDefaultIsRegisterBlocked) {
   EXPECT_NE(ir.find("parallel"), std::string::npos);
 }
 
+// The depthwise loop-order and unroll knobs, every combination, with tiles that divide the
+// output and tiles that leave a tail, inlined padding and padding at the root.
+TEST(Templates, DepthwiseLoopOrdersMatchReference) {
+  for (const Case& c : {Case{"depthwise_conv2d_nchw", {1, 3, 10, 11, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
+                        Case{"depthwise_conv2d_nchw", {2, 2, 9, 9, 3, 3}, {{"stride", "2"}, {"pad", "1"}}}}) {
+    Task task = Task::create(c.op, c.shape, Target("llvm"), "float32", c.attrs);
+    const ConfigSpace& sp = task.space();
+    const int oh = sp.knob_index("tile_oh"), ow = sp.knob_index("tile_ow");
+    const std::vector<int> base = sp.choices_of(task.default_index());
+    std::set<std::vector<int64_t>> orders;
+    int checked = 0;
+    for (int64_t idx = 0; idx < sp.size(); ++idx) {
+      std::vector<int> ch = sp.choices_of(idx);
+      // Two tile shapes (the default and the largest of each knob) under both padding choices.
+      const bool default_tiles = ch[size_t(oh)] == base[size_t(oh)] && ch[size_t(ow)] == base[size_t(ow)];
+      const bool largest_tiles = ch[size_t(oh)] == int(sp.knobs()[size_t(oh)].size()) - 1 &&
+                                 ch[size_t(ow)] == int(sp.knobs()[size_t(ow)].size()) - 1;
+      if (!default_tiles && !largest_tiles) continue;
+      ConfigEntity e = sp.get(idx);
+      orders.insert(e.value("order_rows"));
+      Instance inst = task.instantiate(idx);
+      EXPECT_EQ(test::compare_with_reference(inst.schedule, inst.args, uint64_t(idx) + 1), "")
+          << case_name(c) << " config " << idx << ": " << e.str();
+      ++checked;
+    }
+    EXPECT_EQ(orders.size(), 3u);
+    EXPECT_EQ(checked, 2 * 3 * 2 * 2 * 2) << "tile shapes × orders × unroll_rx × unroll_ry × pad_inline";
+  }
+}
+
 TEST(Task, X86CodeHasNoSse4aShufflesUnlessAsked) {
   // The depthwise default config on a 28-wide image: 16-lane tiles with a 12-lane tail and
   // the padding inlined, whose masks LLVM builds with SSE4a's insertq when allowed. Those

@@ -59,6 +59,11 @@ schedule::Schedule schedule_depthwise(ConfigContext& cfg, const std::vector<Tens
   cfg.split("tile_oh", OH, tmpl::tile_options(OH, 8));
   cfg.split("tile_ow", OW, tmpl::tile_options(OW, 32));
   cfg.annotate("unroll_rx", {"unroll", "none"});
+  cfg.annotate("unroll_ry", {"unroll", "none"});
+  // Where the tile's rows sit among the kernel window's loops: innermost (each weight pair
+  // loaded once per tile), between ry and rx, or outermost (a row's partial sums stay in
+  // registers across the whole window).
+  const std::vector<int64_t> order = cfg.reorder("order_rows", {{0, 1, 2}, {0, 2, 1}, {2, 0, 1}});
 
   Schedule s = create_schedule({out});
   Tensor CC = s.cache_write(out, "local");
@@ -71,8 +76,10 @@ schedule::Schedule schedule_depthwise(ConfigContext& cfg, const std::vector<Tens
 
   acc.compute_at(so, owp[0]);
   te::IterVar ry = acc.reduce_axis(0), rx = acc.reduce_axis(1);
-  acc.reorder({acc.axis(0), acc.axis(1), ry, rx, acc.axis(2), acc.axis(3)});
+  const te::IterVar window[3] = {ry, rx, acc.axis(2)};
+  acc.reorder({acc.axis(0), acc.axis(1), window[order[0]], window[order[1]], window[order[2]], acc.axis(3)});
   cfg.apply_annotate("unroll_rx", acc, rx);
+  cfg.apply_annotate("unroll_ry", acc, ry);
   acc.unroll(acc.axis(2));
   acc.vectorize(acc.axis(3));
 
@@ -100,6 +107,7 @@ Template depthwise_conv2d_nchw_template() {
     p.values["tile_ow"] = {-1, 16};
     p.values["pad_inline"] = {1};
     p.labels["unroll_rx"] = "unroll";
+    p.labels["unroll_ry"] = "none";
     return tmpl::closest_config(sp, p);
   };
   return t;
