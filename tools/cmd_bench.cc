@@ -131,6 +131,12 @@ int run(const Args& a) {
   Chosen def = default_config(task);
   add_module("default", fmt::format("default schedule (config {})", def.index),
              codegen::build(def.instance.schedule, def.instance.args, task.target(), op), op, def.index, "");
+  if (a.has("--config")) {
+    const int64_t index = a.integer("--config", 0, 0, task.space().size() - 1);
+    tuner::Instance inst = task.instantiate(index);
+    add_module("config", fmt::format("config {} (--config)", index),
+               codegen::build(inst.schedule, inst.args, task.target(), op), op, index, "");
+  }
   std::optional<records::Record> tuned_record;
   if (!logs.empty()) {
     Chosen best = choose_config(task, logs, warn);
@@ -180,7 +186,7 @@ int run(const Args& a) {
     if (!cx || !cy) return std::nullopt;
     return cy->seconds / cx->seconds;
   };
-  const char* roles[] = {"default", "tuned", "deployed", "peer"};
+  const char* roles[] = {"default", "config", "tuned", "deployed", "peer"};
 
   if (json) {
     nlohmann::json j;
@@ -208,7 +214,8 @@ int run(const Args& a) {
     if (!peer) j["peer_unavailable"] = why_no_peer;
     nlohmann::json sp = nlohmann::json::object();
     const std::pair<const char*, const char*> pairs[] = {
-        {"tuned", "default"}, {"tuned", "peer"}, {"deployed", "default"}, {"deployed", "peer"}, {"default", "peer"}};
+        {"tuned", "default"},  {"tuned", "peer"},  {"deployed", "default"}, {"deployed", "peer"},
+        {"config", "default"}, {"config", "peer"}, {"default", "peer"}};
     for (auto [x, y] : pairs) {
       auto r = ratio(x, y);
       sp[fmt::format("{}_vs_{}", x, y)] = r ? nlohmann::json(*r) : nlohmann::json(nullptr);
@@ -252,15 +259,16 @@ Command bench_command() {
   Command c;
   c.name = "bench";
   c.synopsis = "time the default schedule, the best record, a built library and the peer library";
-  c.usage = "--op NAME --shape LIST [--log FILE] [--so LIB.so] [--threads N] [--json] [--repeat R]";
+  c.usage = "--op NAME --shape LIST [--log FILE] [--so LIB.so] [--config N] [--threads N] [--json] [--repeat R]";
   c.description =
-      "Times, on the same random inputs: the template's default config; with --log, the best\n"
-      "record (compiled now); with --so, a library written by `loom build` (loaded with\n"
+      "Times, on the same random inputs: the template's default config; with --config N, config N\n"
+      "of the space (`loom show --config N` prints it); with --log, the best record (compiled\n"
+      "now); with --so, a library written by `loom build` (loaded with\n"
       "runtime::Module::load); and the peer library of this build (OpenBLAS sgemm for matmul,\n"
       "batch_matmul and dense_bias_relu, oneDNN for the convolutions; n/a otherwise). Every\n"
       "output is first checked against the peer's (or the default schedule's); a mismatch is an\n"
       "error. Reports the median GFLOP/s of each and their ratios; --json prints one JSON\n"
-      "object with keys workload, target, threads, repeat, flop, default, tuned, deployed, peer\n"
+      "object with keys workload, target, threads, repeat, flop, default, config, tuned, deployed, peer\n"
       "(null when absent) and speedup.\n\n"
       "example:\n"
       "  loom bench --op matmul --shape 1024,1024,1024 --log matmul.jsonl --so libmatmul.so";
@@ -268,6 +276,7 @@ Command bench_command() {
   std::vector<Option> more = {
       {"--log", "FILE", "tuning log(s): time the best record too", true},
       {"--so", "LIB.so", "a library written by loom build: time it too"},
+      {"--config", "N", "time config N of the space too"},
       {"--name", "NAME", "the function to call in --so (default: its only one, or the operator's name)"},
       {"--threads", "N", "threads for loom and the peer (default: every core)"},
       {"--repeat", "R", "timed repeats; the median is reported (default: 10)"},

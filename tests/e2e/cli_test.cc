@@ -213,9 +213,18 @@ TEST_F(CliTest, TuneThenSummaryShowBuildBenchPlot) {
     EXPECT_GT(j["peer"]["gflops"].get<double>(), 0);
   }
 
-  Result table = loom("bench " + kShape + " --repeat 2 --threads 1");
+  Result table = loom("bench " + kShape + " --repeat 2 --threads 1 --config 5");
   ASSERT_EQ(table.rc, 0) << table.err;
   EXPECT_HAS(table.out, "default schedule");
+  EXPECT_HAS(table.out, "config 5 (--config)");
+  Result config = loom("bench " + kShape + " --repeat 2 --threads 1 --config 5 --json");
+  ASSERT_EQ(config.rc, 0) << config.err;
+  nlohmann::json jc = nlohmann::json::parse(config.out);
+  EXPECT_EQ(jc["config"]["config"], 5);
+  EXPECT_TRUE(j["config"].is_null());
+  Result bad = loom("bench " + kShape + " --config 99999999");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_HAS(bad.err, "--config");
 
   const std::string svg = path("curve.svg");
   Result plot = loom("records plot " + log + " " + xlog + " -o " + svg + " --title 'tiny matmul'");
