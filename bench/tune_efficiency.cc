@@ -83,7 +83,8 @@ struct Options {
   int trials = 128;
   std::vector<int> seeds = {1, 2, 3};
   // Tasks where search matters: few configs within 95% of the best (3-5% in the logs of
-  // earlier runs), so random search needs tens of trials. Left out by default: tasks where a
+  // earlier runs, under 1% of the depthwise spaces since their loop-order knobs), so random
+  // search needs tens of trials or more. Left out by default: tasks where a
   // quarter of the configs or more are within 95% (matmul256/512, conv_*, bmm, dense_relu,
   // dense_skinny: every tuner gets there in its first, random batch) and dw_c64_s2, whose
   // best measured config stands 15% above the next and was never measured that fast again.
