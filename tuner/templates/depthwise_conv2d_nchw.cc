@@ -2,8 +2,9 @@
 // kernel[C,1,R,S] in float32, attrs stride and pad.
 //
 // Each channel's output rows are tiled (tile_oh rows × tile_ow columns, the columns
-// vectorized) and accumulated in a local tile over the kernel window; padding is its own
-// stage, inlined or computed at the root (pad_inline).
+// vectorized) and accumulated in a local tile over the kernel window, whose loops may be
+// unrolled (unroll_ry, unroll_rx) and ordered around the tile's rows (order_rows); padding is
+// its own stage, inlined or computed at the root (pad_inline).
 #include <algorithm>
 
 #include "templates.h"
@@ -60,9 +61,9 @@ schedule::Schedule schedule_depthwise(ConfigContext& cfg, const std::vector<Tens
   cfg.split("tile_ow", OW, tmpl::tile_options(OW, 32));
   cfg.annotate("unroll_rx", {"unroll", "none"});
   cfg.annotate("unroll_ry", {"unroll", "none"});
-  // Where the tile's rows sit among the kernel window's loops: innermost (each weight pair
-  // loaded once per tile), between ry and rx, or outermost (a row's partial sums stay in
-  // registers across the whole window).
+  // Where the tile's rows sit among the kernel window's loops: innermost (each weight loaded
+  // once per tile and applied to every row), between ry and rx, or outermost (each row
+  // accumulated over the whole window before the next).
   const std::vector<int64_t> order = cfg.reorder("order_rows", {{0, 1, 2}, {0, 2, 1}, {2, 0, 1}});
 
   Schedule s = create_schedule({out});
