@@ -1,4 +1,4 @@
-// Whole-log tools: summary, merge, distill, best-so-far curves and their SVG chart.
+// Whole-log tools: summary, merge, distill, portable configs, best-so-far curves and their SVG chart.
 #include "loom/records/log_tools.h"
 
 #include <unistd.h>
@@ -179,6 +179,48 @@ std::string format_summary(const std::vector<WorkloadSummary>& rows) {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + '\n';
   }
+  return out;
+}
+
+std::vector<PortableConfig> portable_configs(const std::vector<std::string>& paths, std::vector<std::string>* workloads,
+                                             std::ostream* warn) {
+  std::vector<Record> all = read_logs(paths, warn);
+  std::vector<std::string> names;
+  std::unordered_map<std::string, size_t> slot;
+  std::vector<std::map<std::string, const Record*>> by_knobs;  // per workload: knob values -> median record
+  for (const auto& g : group(all, config_key)) {
+    const Record& m = median_record(g);
+    if (!m.valid()) continue;
+    auto [it, inserted] = slot.emplace(m.workload.key() + '\n' + m.target, names.size());
+    if (inserted) {
+      names.push_back(m.workload.key() + " " + m.target);
+      by_knobs.emplace_back();
+    }
+    by_knobs[it->second][fmt::format("{}", m.config.knobs)] = &m;
+  }
+  if (workloads) *workloads = names;
+  std::vector<double> best(names.size(), INFINITY);
+  for (size_t w = 0; w < names.size(); ++w)
+    for (const auto& [knobs, r] : by_knobs[w]) best[w] = std::min(best[w], r->result.mean_cost());
+  std::vector<PortableConfig> out;
+  if (names.empty()) return out;
+  for (const auto& [knobs, first] : by_knobs[0]) {
+    PortableConfig c;
+    c.config = first->config;
+    double log_sum = 0;
+    bool everywhere = true;
+    for (size_t w = 0; w < names.size() && everywhere; ++w) {
+      auto it = by_knobs[w].find(knobs);
+      everywhere = it != by_knobs[w].end();
+      if (!everywhere) break;
+      c.ratios.push_back(best[w] / it->second->result.mean_cost());
+      log_sum += std::log(c.ratios.back());
+    }
+    if (!everywhere) continue;
+    c.geomean = std::exp(log_sum / double(names.size()));
+    out.push_back(std::move(c));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.geomean > b.geomean; });
   return out;
 }
 

@@ -1,4 +1,5 @@
-// `loom records`: summaries, best records, merging, distilling and plotting tuning logs.
+// `loom records`: summaries, best records, merging, distilling, plotting tuning logs, and the
+// configs that do well across workloads.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -84,6 +85,27 @@ int plot(const Args& a) {
   return 0;
 }
 
+int portable(const Args& a) {
+  std::vector<std::string> workloads;
+  std::vector<records::PortableConfig> configs = records::portable_configs(input_logs(a), &workloads, &std::cerr);
+  const int64_t top = a.integer("--top", 10, 0);
+  std::cout << fmt::format("{} configs measured validly in all {} workloads, ranked by the geometric mean of speed "
+                           "relative to each workload's best:\n",
+                           configs.size(), workloads.size());
+  std::string header = fmt::format("{:>4}  {:>7}", "rank", "geomean");
+  for (size_t w = 0; w < workloads.size(); ++w) {
+    std::cout << fmt::format("  w{}: {}\n", w + 1, workloads[w]);
+    header += fmt::format("  {:>5}", fmt::format("w{}", w + 1));
+  }
+  std::cout << header << "  knobs\n";
+  for (size_t i = 0; i < configs.size() && (top == 0 || int64_t(i) < top); ++i) {
+    std::string line = fmt::format("{:>4}  {:>7.3f}", i + 1, configs[i].geomean);
+    for (double r : configs[i].ratios) line += fmt::format("  {:>5.2f}", r);
+    std::cout << line << "  " << format_knobs(configs[i].config) << "\n";
+  }
+  return 0;
+}
+
 Command sub(std::string name, std::string synopsis, std::string usage, std::string description,
             std::vector<Option> options, std::function<int(const Args&)> run) {
   Command c;
@@ -103,8 +125,8 @@ Command records_command() {
   const Option output{"--output", "OUT", "the file to write (required)", false, "-o"};
   Command c;
   c.name = "records";
-  c.synopsis = "inspect and combine tuning logs: summary, best, merge, distill, plot";
-  c.usage = "<summary|best|merge|distill|plot> FILE... [options]";
+  c.synopsis = "inspect and combine tuning logs: summary, best, merge, distill, plot, portable";
+  c.usage = "<summary|best|merge|distill|plot|portable> FILE... [options]";
   c.description =
       "Tuning logs are JSON lines, one trial a line; malformed lines are reported and skipped.\n"
       "A config measured more than once (`loom tune --confirm`) ranks by the median of its records\n"
@@ -130,6 +152,13 @@ Command records_command() {
       sub("plot", "plot best GFLOP/s against trial number as an SVG", "FILE... -o curve.svg [--title T]",
           "One curve per log (per workload when a log holds several).",
           {output, {"--title", "T", "the chart's title (default: \"best GFLOP/s by trial\")"}}, plot),
+      sub("portable", "the configs that do well on every workload of the logs (a template's default, say)",
+          "FILE... [--top K]",
+          "Takes the configs, by knob values, with a valid median record for every workload and target\n"
+          "in the logs (whole-space logs of several shapes of one template: `loom tune --tuner grid`),\n"
+          "and ranks them by the geometric mean over workloads of (the workload's best median cost /\n"
+          "the config's median cost). Prints that mean, each workload's ratio and the knob values.",
+          {{"--top", "K", "print the K best (default 10; 0: all)"}}, portable),
   };
   return c;
 }

@@ -179,6 +179,11 @@ TEST_F(CliTest, TuneThenSummaryShowBuildBenchPlot) {
   ASSERT_EQ(best.rc, 0) << best.err;
   EXPECT_HAS(best.out, "GFLOP/s");
 
+  Result portable = loom("records portable " + log + " " + xlog + " --top 1");
+  ASSERT_EQ(portable.rc, 0) << portable.err;
+  EXPECT_HAS(portable.out, "in all 1 workloads");
+  EXPECT_HAS(portable.out, "   1    1.000   1.00  tile_");  // one shape: its best ranks first
+
   Result merged = loom("records merge " + log + " " + xlog + " -o " + path("merged.jsonl"));
   ASSERT_EQ(merged.rc, 0) << merged.err;
   Result distilled = loom("records distill " + path("merged.jsonl") + " -o " + path("best.jsonl"));

@@ -489,6 +489,43 @@ TEST_F(RecordsTest, SummaryCountsConfirmMeasurementsApartFromTrials) {
   EXPECT_NE(table.find("2      2  -             3"), std::string::npos) << table;
 }
 
+// Two shapes of one template, whose configs are matched by knob values (their indices differ).
+TEST_F(RecordsTest, PortableConfigsRankByGeometricMeanOfRelativeSpeed) {
+  std::string p = path("shapes.jsonl");
+  auto rec = [](std::vector<int64_t> shape, int64_t index, int64_t tile, double cost,
+                ErrorCode err = ErrorCode::kNoError) {
+    Record r = make_record("matmul", std::move(shape), "llvm", index, cost, err);
+    r.config.knobs["tile_x"] = {-1, tile};
+    return r;
+  };
+  {
+    LogWriter w(p);
+    w.write(rec({64, 64, 64}, 0, 4, 1e-3));  // the best of shape 1
+    w.write(rec({64, 64, 64}, 1, 8, 2e-3));
+    w.write(rec({64, 64, 64}, 2, 16, 4e-3));
+    w.write(rec({64, 64, 64}, 3, 32, 1e-3));  // not measured on shape 2: left out
+    w.write(rec({32, 32, 32}, 5, 4, 8e-3));
+    w.write(rec({32, 32, 32}, 6, 8, 2e-3));   // the best of shape 2
+    w.write(rec({32, 32, 32}, 7, 16, 0, ErrorCode::kCompile));  // no valid record: left out
+    w.write(rec({32, 32, 32}, 6, 8, 2e-3));   // measured twice: one config still
+  }
+  std::vector<std::string> workloads;
+  std::vector<PortableConfig> c = portable_configs({p}, &workloads);
+  EXPECT_EQ(workloads, (std::vector<std::string>{"matmul(64,64,64;float32) llvm", "matmul(32,32,32;float32) llvm"}));
+  ASSERT_EQ(c.size(), 2u);
+  // tile 8: 1/2 and 1, geomean sqrt(1/2); tile 4: 1 and 1/4, geomean 1/2.
+  EXPECT_EQ(c[0].config.knobs.at("tile_x"), (std::vector<int64_t>{-1, 8}));
+  EXPECT_EQ(c[0].config.index, 1);
+  EXPECT_NEAR(c[0].ratios[0], 0.5, 1e-12);
+  EXPECT_NEAR(c[0].ratios[1], 1.0, 1e-12);
+  EXPECT_NEAR(c[0].geomean, std::sqrt(0.5), 1e-12);
+  EXPECT_EQ(c[1].config.knobs.at("tile_x"), (std::vector<int64_t>{-1, 4}));
+  EXPECT_NEAR(c[1].geomean, 0.5, 1e-12);
+  std::ofstream(path("empty.jsonl")).close();
+  EXPECT_TRUE(portable_configs({path("empty.jsonl")}, &workloads).empty());
+  EXPECT_TRUE(workloads.empty());
+}
+
 TEST_F(RecordsTest, MergeDistillSummaryCurveAndPlot) {
   std::string p1 = path("a.jsonl"), p2 = path("b.jsonl");
   {

@@ -1,5 +1,5 @@
-// Whole-log operations behind `loom records …`: summaries, merging, distilling, tuning curves
-// and their SVG plot.
+// Whole-log operations behind `loom records …`: summaries, merging, distilling, the configs that
+// do well across workloads, tuning curves and their SVG plot.
 #pragma once
 #include <cstdint>
 #include <iosfwd>
@@ -62,6 +62,22 @@ MergeStats merge(const std::vector<std::string>& paths, const std::string& out, 
 /// Writes ApplyHistoryBest::all() of the logs to `out` (replacing it): the median record of the
 /// best config of each (workload, target), in key order; returns how many were written.
 int64_t distill(const std::vector<std::string>& paths, const std::string& out, std::ostream* warn = nullptr);
+
+/// A config, named by its knob values, with a valid median record in each of several
+/// (workload, target)s: how close it comes to each one's best.
+struct PortableConfig {
+  ConfigRecord config;         // its knob values (and its index in the first workload's space)
+  std::vector<double> ratios;  // per workload: that workload's best median cost / this config's
+  double geomean = 0;          // geometric mean of `ratios`
+};
+/// The configs (by knob values) measured validly in every (workload, target) of `paths`,
+/// fastest geometric mean of their speed relative to each workload's best first; configs rank
+/// by their median record, as ApplyHistoryBest ranks them. Which config to prefer when one must
+/// serve all these workloads (a template's default, say) is the first. `workloads` (if given)
+/// receives "<key> <target>" per workload, in the order of `ratios`.
+std::vector<PortableConfig> portable_configs(const std::vector<std::string>& paths,
+                                             std::vector<std::string>* workloads = nullptr,
+                                             std::ostream* warn = nullptr);
 
 /// Best-so-far GFLOP/s after each trial of the log (element i: after trial i+1; 0 until the first
 /// valid trial). With `workload_key` non-empty, only that workload's records count as trials.
