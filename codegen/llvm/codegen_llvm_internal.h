@@ -167,7 +167,15 @@ class CodeGenLLVM {
   llvm::Value* cast(DataType from, DataType to, llvm::Value* v);
   llvm::Value* emit_binary(ExprKind k, DataType t, const Expr& a, const Expr& b);
   llvm::Value* emit_compare(ExprKind k, const Expr& a, const Expr& b);
+  /// Lowers an intrinsic call through intrinsic_table().
   llvm::Value* emit_call(const te::CallNode* op);
+  /// How an intrinsic lowers: its argument count and its emitter.
+  struct IntrinsicLowering {
+    size_t num_args;
+    std::function<llvm::Value*(CodeGenLLVM& cg, const te::CallNode* op)> emit;
+  };
+  /// Every intrinsic the CPU code generator lowers, by name (intrinsics_llvm.cc).
+  static const std::unordered_map<std::string, IntrinsicLowering>& intrinsic_table();
   llvm::Value* emit_dltensor_field(llvm::Value* h, std::initializer_list<unsigned> path, llvm::Type* ty);
   llvm::Value* emit_libm(const std::string& base, DataType t, llvm::Value* x);
   llvm::Value* emit_load(const te::LoadNode* op);

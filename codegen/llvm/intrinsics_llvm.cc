@@ -1,4 +1,5 @@
-// How CodeGenLLVM lowers intrinsic calls (te::CallNode).
+// How CodeGenLLVM lowers intrinsic calls (te::CallNode): one table, keyed by the intrinsic's
+// name, giving its argument count and its emitter.
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Intrinsics.h>
@@ -6,6 +7,16 @@
 #include "codegen_llvm_internal.h"
 
 namespace loom::codegen {
+
+llvm::Value* CodeGenLLVM::emit_call(const te::CallNode* op) {
+  const std::string& n = op->name;
+  const auto& table = intrinsic_table();
+  auto it = table.find(n);
+  if (it == table.end()) fail("codegen: unknown intrinsic '{}' in function '{}'", n, func_name_);
+  LOOM_CHECK(op->args.size() == it->second.num_args, "codegen: intrinsic '{}' takes {} argument(s), got {} in function '{}'", n,
+             it->second.num_args, op->args.size(), func_name_);
+  return it->second.emit(*this, op);
+}
 
 llvm::Value* CodeGenLLVM::emit_libm(const std::string& base, DataType t, llvm::Value* x) {
   DataType et = t.element_of();
@@ -31,142 +42,143 @@ llvm::Value* CodeGenLLVM::emit_libm(const std::string& base, DataType t, llvm::V
   return out;
 }
 
-llvm::Value* CodeGenLLVM::emit_call(const te::CallNode* op) {
-  const std::string& n = op->name;
-  const auto& args = op->args;
-  auto want = [&](size_t k) {
-    LOOM_CHECK(args.size() == k, "codegen: intrinsic '{}' takes {} argument(s), got {} in function '{}'", n, k, args.size(), func_name_);
-  };
-  DataType t = op->dtype;
-  static const std::unordered_map<std::string, llvm::Intrinsic::ID> unary = {
-      {"exp", llvm::Intrinsic::exp},     {"log", llvm::Intrinsic::log},     {"sqrt", llvm::Intrinsic::sqrt},
-      {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},   {"round", llvm::Intrinsic::round},
-      {"trunc", llvm::Intrinsic::trunc}, {"exp2", llvm::Intrinsic::exp2},   {"log2", llvm::Intrinsic::log2},
-      {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos},
-  };
-  if (auto it = unary.find(n); it != unary.end()) {
-    want(1);
-    if (!t.is_float()) fail("codegen: {} of a non-float value ({}) in function '{}'", n, t.str(), func_name_);
-    return b_.CreateUnaryIntrinsic(it->second, emit_as(args[0], t));
-  }
-  if (n == "fabs") {
-    want(1);
-    llvm::Value* x = emit_as(args[0], t);
-    if (t.is_float()) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    if (t.is_uint() || t.is_bool()) return x;
-    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
-  }
-  if (n == "tanh" || n == "erf") {
-    want(1);
-    return emit_libm(n, t, emit_as(args[0], t));
-  }
-  if (n == "sigmoid") {
-    want(1);
-    LOOM_CHECK(t.is_float(), "codegen: sigmoid of a non-float value ({}) in function '{}'", t.str(), func_name_);
-    llvm::Value* x = emit_as(args[0], t);
-    llvm::Value* one = llvm::ConstantFP::get(llvm_type(t), 1.0);
-    llvm::Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x));
-    return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
-  }
-  if (n == "pow") {
-    want(2);
-    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, emit_as(args[0], t), emit_as(args[1], t));
-  }
-  if (n == "fma") {
-    want(3);
-    if (!t.is_float()) return b_.CreateAdd(b_.CreateMul(emit_as(args[0], t), emit_as(args[1], t)), emit_as(args[2], t));
-    return b_.CreateIntrinsic(llvm::Intrinsic::fma, {llvm_type(t)}, {emit_as(args[0], t), emit_as(args[1], t), emit_as(args[2], t)});
-  }
-  if (n == "likely") {
-    want(1);
-    return emit_as(args[0], t);
-  }
-  if (n == "isnan") {
-    want(1);
-    llvm::Value* x = emit(args[0]);
-    return args[0].dtype().is_float() ? b_.CreateFCmpUNO(x, x) : llvm::ConstantInt::getFalse(llvm_type(t));
-  }
-  if (n == "bitwise_and" || n == "bitwise_or" || n == "bitwise_xor" || n == "shift_left" || n == "shift_right") {
-    want(2);
-    llvm::Value* a = emit_as(args[0], t);
-    llvm::Value* b = emit_as(args[1], t);
-    if (n == "bitwise_and") return b_.CreateAnd(a, b);
-    if (n == "bitwise_or") return b_.CreateOr(a, b);
-    if (n == "bitwise_xor") return b_.CreateXor(a, b);
-    if (n == "shift_left") return b_.CreateShl(a, b);
-    return t.is_int() ? b_.CreateAShr(a, b) : b_.CreateLShr(a, b);
-  }
-  if (n == "bitwise_not") {
-    want(1);
-    return b_.CreateNot(emit_as(args[0], t));
-  }
-  if (n == "reinterpret") {
-    want(1);
-    return b_.CreateBitCast(emit(args[0]), llvm_type(t));
-  }
+const std::unordered_map<std::string, CodeGenLLVM::IntrinsicLowering>& CodeGenLLVM::intrinsic_table() {
+  using Lowering = CodeGenLLVM::IntrinsicLowering;
+  static const std::unordered_map<std::string, Lowering> table = [] {
+    std::unordered_map<std::string, Lowering> t;
+    // Float intrinsics LLVM has a unary intrinsic for.
+    static const std::pair<const char*, llvm::Intrinsic::ID> unary[] = {
+        {"exp", llvm::Intrinsic::exp},     {"log", llvm::Intrinsic::log},     {"sqrt", llvm::Intrinsic::sqrt},
+        {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},   {"round", llvm::Intrinsic::round},
+        {"trunc", llvm::Intrinsic::trunc}, {"exp2", llvm::Intrinsic::exp2},   {"log2", llvm::Intrinsic::log2},
+        {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos},
+    };
+    for (const auto& [name, id] : unary) {
+      t[name] = {1, [n = std::string(name), id = id](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
+                   DataType dt = op->dtype;
+                   if (!dt.is_float()) fail("codegen: {} of a non-float value ({}) in function '{}'", n, dt.str(), cg.func_name_);
+                   return cg.b_.CreateUnaryIntrinsic(id, cg.emit_as(op->args[0], dt));
+                 }};
+    }
+    t["fabs"] = {1, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
+                   DataType dt = op->dtype;
+                   llvm::Value* x = cg.emit_as(op->args[0], dt);
+                   if (dt.is_float()) return cg.b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+                   if (dt.is_uint() || dt.is_bool()) return x;
+                   return cg.b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, cg.b_.getFalse());
+                 }};
+    for (const char* name : {"tanh", "erf"}) {
+      t[name] = {1, [n = std::string(name)](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
+                   return cg.emit_libm(n, op->dtype, cg.emit_as(op->args[0], op->dtype));
+                 }};
+    }
+    t["sigmoid"] = {1, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
+                      DataType dt = op->dtype;
+                      LOOM_CHECK(dt.is_float(), "codegen: sigmoid of a non-float value ({}) in function '{}'", dt.str(), cg.func_name_);
+                      llvm::Value* x = cg.emit_as(op->args[0], dt);
+                      llvm::Value* one = llvm::ConstantFP::get(cg.llvm_type(dt), 1.0);
+                      llvm::Value* e = cg.b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, cg.b_.CreateFNeg(x));
+                      return cg.b_.CreateFDiv(one, cg.b_.CreateFAdd(one, e));
+                    }};
+    t["pow"] = {2, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
+                  DataType dt = op->dtype;
+                  return cg.b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, cg.emit_as(op->args[0], dt), cg.emit_as(op->args[1], dt));
+                }};
+    t["fma"] = {3, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
+                  DataType dt = op->dtype;
+                  const auto& args = op->args;
+                  if (!dt.is_float())
+                    return cg.b_.CreateAdd(cg.b_.CreateMul(cg.emit_as(args[0], dt), cg.emit_as(args[1], dt)), cg.emit_as(args[2], dt));
+                  return cg.b_.CreateIntrinsic(llvm::Intrinsic::fma, {cg.llvm_type(dt)},
+                                               {cg.emit_as(args[0], dt), cg.emit_as(args[1], dt), cg.emit_as(args[2], dt)});
+                }};
+    t["likely"] = {1, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* { return cg.emit_as(op->args[0], op->dtype); }};
+    t["isnan"] = {1, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
+                    llvm::Value* x = cg.emit(op->args[0]);
+                    return op->args[0].dtype().is_float() ? cg.b_.CreateFCmpUNO(x, x)
+                                                          : llvm::ConstantInt::getFalse(cg.llvm_type(op->dtype));
+                  }};
+    for (const char* name : {"bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right"}) {
+      t[name] = {2, [n = std::string(name)](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
+                   DataType dt = op->dtype;
+                   llvm::Value* a = cg.emit_as(op->args[0], dt);
+                   llvm::Value* b = cg.emit_as(op->args[1], dt);
+                   if (n == "bitwise_and") return cg.b_.CreateAnd(a, b);
+                   if (n == "bitwise_or") return cg.b_.CreateOr(a, b);
+                   if (n == "bitwise_xor") return cg.b_.CreateXor(a, b);
+                   if (n == "shift_left") return cg.b_.CreateShl(a, b);
+                   return dt.is_int() ? cg.b_.CreateAShr(a, b) : cg.b_.CreateLShr(a, b);
+                 }};
+    }
+    t["bitwise_not"] = {1, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
+                          return cg.b_.CreateNot(cg.emit_as(op->args[0], op->dtype));
+                        }};
+    t["reinterpret"] = {1, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
+                          return cg.b_.CreateBitCast(cg.emit(op->args[0]), cg.llvm_type(op->dtype));
+                        }};
 
-  // ---- packed-API intrinsics on DLTensor handles
-  if (n.starts_with("loom.")) {
-    auto handle = [&]() {
-      llvm::Value* h = emit(args[0]);
-      LOOM_CHECK(h->getType()->isPointerTy(), "codegen: {} expects a handle, got {} in function '{}'", n, args[0].dtype().str(), func_name_);
+    // ---- packed-API intrinsics on DLTensor handles
+    auto handle = [](CodeGenLLVM& cg, const te::CallNode* op) {
+      llvm::Value* h = cg.emit(op->args[0]);
+      LOOM_CHECK(h->getType()->isPointerTy(), "codegen: {} expects a handle, got {} in function '{}'", op->name,
+                 op->args[0].dtype().str(), cg.func_name_);
       return h;
     };
-    auto result = [&](llvm::Value* v, bool is_signed) -> llvm::Value* {
-      llvm::Type* rt = llvm_type(t);
+    auto result = [](CodeGenLLVM& cg, const te::CallNode* op, llvm::Value* v, bool is_signed) -> llvm::Value* {
+      llvm::Type* rt = cg.llvm_type(op->dtype);
       if (v->getType() == rt) return v;
-      if (rt->isIntegerTy() && v->getType()->isIntegerTy()) return b_.CreateIntCast(v, rt, is_signed);
-      fail("codegen: {} cannot return {} in function '{}'", n, t.str(), func_name_);
+      if (rt->isIntegerTy() && v->getType()->isIntegerTy()) return cg.b_.CreateIntCast(v, rt, is_signed);
+      fail("codegen: {} cannot return {} in function '{}'", op->name, op->dtype.str(), cg.func_name_);
     };
-    if (n == "loom.handle_is_null") {
-      want(1);
-      return result(b_.CreateIsNull(handle()), false);
+    t["loom.handle_is_null"] = {1, [=](CodeGenLLVM& cg, const te::CallNode* op) {
+                                  return result(cg, op, cg.b_.CreateIsNull(handle(cg, op)), false);
+                                }};
+    t["loom.handle_to_int"] = {1, [=](CodeGenLLVM& cg, const te::CallNode* op) {
+                                 return result(cg, op, cg.b_.CreatePtrToInt(handle(cg, op), cg.i64_), false);
+                               }};
+    t["loom.dltensor_data"] = {1, [=](CodeGenLLVM& cg, const te::CallNode* op) {
+                                 return cg.emit_dltensor_field(handle(cg, op), {kData}, cg.ptr_);
+                               }};
+    // Integer fields of the DLTensor: (name, field, sub-field or -1, width in memory, signed).
+    struct Field {
+      const char* name;
+      unsigned field;
+      int sub;
+      unsigned bits;
+      bool is_signed;
+    };
+    static const Field fields[] = {
+        {"loom.dltensor_ndim", kNDim, -1, 32, true},
+        {"loom.dltensor_device_type", kDevice, 0, 32, true},
+        {"loom.dltensor_dtype_code", kDType, 0, 8, false},
+        {"loom.dltensor_dtype_bits", kDType, 1, 8, false},
+        {"loom.dltensor_dtype_lanes", kDType, 2, 16, false},
+        {"loom.dltensor_byte_offset", kByteOffset, -1, 64, false},
+    };
+    for (const Field& f : fields) {
+      t[f.name] = {1, [=](CodeGenLLVM& cg, const te::CallNode* op) {
+                     llvm::Value* h = handle(cg, op);
+                     llvm::Type* ty = llvm::IntegerType::get(cg.ctx_, f.bits);
+                     llvm::Value* v = f.sub < 0 ? cg.emit_dltensor_field(h, {f.field}, ty)
+                                                : cg.emit_dltensor_field(h, {f.field, unsigned(f.sub)}, ty);
+                     return result(cg, op, v, f.is_signed);
+                   }};
     }
-    if (n == "loom.handle_to_int") {
-      want(1);
-      return result(b_.CreatePtrToInt(handle(), i64_), false);
+    t["loom.dltensor_strides_is_null"] = {1, [=](CodeGenLLVM& cg, const te::CallNode* op) {
+                                            llvm::Value* s = cg.emit_dltensor_field(handle(cg, op), {kStrides}, cg.ptr_);
+                                            return result(cg, op, cg.b_.CreateIsNull(s), false);
+                                          }};
+    for (const char* name : {"loom.dltensor_shape", "loom.dltensor_stride"}) {
+      t[name] = {2, [=](CodeGenLLVM& cg, const te::CallNode* op) {
+                   llvm::Value* h = handle(cg, op);
+                   llvm::Value* arr = cg.emit_dltensor_field(h, {op->name == "loom.dltensor_shape" ? kShape : kStrides}, cg.ptr_);
+                   llvm::Value* i = cg.emit_as(op->args[1], DataType::Int(64));
+                   return result(cg, op, cg.b_.CreateLoad(cg.i64_, cg.b_.CreateInBoundsGEP(cg.i64_, arr, i)), true);
+                 }};
     }
-    if (n == "loom.dltensor_data") {
-      want(1);
-      return emit_dltensor_field(handle(), {kData}, ptr_);
-    }
-    if (n == "loom.dltensor_ndim") {
-      want(1);
-      return result(emit_dltensor_field(handle(), {kNDim}, i32_), true);
-    }
-    if (n == "loom.dltensor_device_type") {
-      want(1);
-      return result(emit_dltensor_field(handle(), {kDevice, 0}, i32_), true);
-    }
-    if (n == "loom.dltensor_dtype_code") {
-      want(1);
-      return result(emit_dltensor_field(handle(), {kDType, 0}, i8_), false);
-    }
-    if (n == "loom.dltensor_dtype_bits") {
-      want(1);
-      return result(emit_dltensor_field(handle(), {kDType, 1}, i8_), false);
-    }
-    if (n == "loom.dltensor_dtype_lanes") {
-      want(1);
-      return result(emit_dltensor_field(handle(), {kDType, 2}, i16_), false);
-    }
-    if (n == "loom.dltensor_byte_offset") {
-      want(1);
-      return result(emit_dltensor_field(handle(), {kByteOffset}, i64_), false);
-    }
-    if (n == "loom.dltensor_strides_is_null") {
-      want(1);
-      return result(b_.CreateIsNull(emit_dltensor_field(handle(), {kStrides}, ptr_)), false);
-    }
-    if (n == "loom.dltensor_shape" || n == "loom.dltensor_stride") {
-      want(2);
-      llvm::Value* h = handle();
-      llvm::Value* arr = emit_dltensor_field(h, {n == "loom.dltensor_shape" ? kShape : kStrides}, ptr_);
-      llvm::Value* i = emit_as(args[1], DataType::Int(64));
-      return result(b_.CreateLoad(i64_, b_.CreateInBoundsGEP(i64_, arr, i)), true);
-    }
-  }
-  fail("codegen: unknown intrinsic '{}' in function '{}'", n, func_name_);
+    return t;
+  }();
+  return table;
 }
 
 }  // namespace loom::codegen

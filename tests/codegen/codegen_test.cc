@@ -285,6 +285,74 @@ TEST(Codegen, FloatIntrinsics) {
   }
 }
 
+TEST(Codegen, IntegerAndMiscIntrinsics) {
+  // Every non-float-math entry of the intrinsic table on int32 and float32 values.
+  const int64_t n = 37;
+  const char* int_names[] = {"bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right", "bitwise_not",
+                             "fabs", "fma", "likely"};
+  const int kinds = int(std::size(int_names));
+  BufferArg A = buffer("A", i32, {n}), B = buffer("B", i32, {kinds * n});
+  BufferArg X = buffer("X", f32, {n}), Y = buffer("Y", f32, {4 * n});
+  Var i("i");
+  Expr a = load(A, i), sh = bin<te::ExprKind::Mod>(i32, i, Expr(5));
+  std::vector<Stmt> stmts;
+  for (int k = 0; k < kinds; ++k) {
+    std::string name = int_names[k];
+    std::vector<Expr> args = {a};
+    if (name == "shift_left" || name == "shift_right") args = {a, sh};
+    else if (name.starts_with("bitwise_") && name != "bitwise_not") args = {a, Expr(0x5a)};
+    else if (name == "fma") args = {a, Expr(3), Expr(-7)};
+    stmts.push_back(store(B, intrin(i32, name, args), i + Expr(int(k * n))));
+  }
+  Expr x = load(X, i);
+  stmts.push_back(store(Y, intrin(f32, "pow", {intrin(f32, "fabs", {x}), Expr(1.5f)}), i));
+  stmts.push_back(store(Y, intrin(f32, "fma", {x, Expr(2.0f), Expr(0.25f)}), i + Expr(int(n))));
+  stmts.push_back(store(Y, te::make<te::CastNode>(f32, intrin(DataType::Bool(), "isnan", {x})), i + Expr(int(2 * n))));
+  stmts.push_back(store(Y, intrin(f32, "reinterpret", {intrin(i32, "reinterpret", {x})}), i + Expr(int(3 * n))));
+  runtime::Module m = build("intrin_misc", {A, B, X, Y}, loop(i, Expr(int(n)), lowering::seq(stmts)));
+  NDArray av = filled({n}, i32, [](int64_t j) { return double((j - 18) * 1237); });
+  NDArray bv = filled({kinds * n}, i32, [](int64_t) { return 0.0; });
+  NDArray xv = filled({n}, f32, [](int64_t j) { return j == 5 ? std::nan("") : (double(j) - 17.5) / 4.0; });
+  NDArray yv = filled({4 * n}, f32, [](int64_t) { return -1.0; });
+  m.get_function("intrin_misc")(av, bv, xv, yv);
+  for (int64_t j = 0; j < n; ++j) {
+    int32_t v = av.data<int32_t>()[j], s = int32_t(j % 5);
+    int32_t want[] = {v & 0x5a, v | 0x5a, v ^ 0x5a, int32_t(uint32_t(v) << s), v >> s, ~v, v < 0 ? -v : v, v * 3 - 7, v};
+    for (int k = 0; k < kinds; ++k) ASSERT_EQ(bv.data<int32_t>()[k * n + j], want[k]) << int_names[k] << "(" << v << ")";
+    float f = xv.data<float>()[j];
+    const float* y = yv.data<float>();
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(y[j]) && std::isnan(y[n + j]) && std::isnan(y[3 * n + j]));
+      EXPECT_EQ(y[2 * n + j], 1.0f);
+    } else {
+      EXPECT_NEAR(y[j], std::pow(std::fabs(f), 1.5f), 1e-5 * (1 + std::fabs(y[j]))) << f;
+      EXPECT_NEAR(y[n + j], f * 2.0f + 0.25f, 1e-6) << f;
+      EXPECT_EQ(y[2 * n + j], 0.0f) << f;
+      EXPECT_EQ(y[3 * n + j], f);
+    }
+  }
+}
+
+TEST(Codegen, IntrinsicMisuseIsAnError) {
+  BufferArg A = buffer("A", f32, {4});
+  Var i("i");
+  auto message = [&](Expr value) -> std::string {
+    try {
+      build("bad_intrin", {A}, loop(i, Expr(4), store(A, std::move(value), i)));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_NE(message(intrin(f32, "no_such_intrinsic", {load(A, i)})).find("unknown intrinsic 'no_such_intrinsic' in function 'bad_intrin'"),
+            std::string::npos);
+  EXPECT_NE(message(intrin(f32, "pow", {load(A, i)})).find("intrinsic 'pow' takes 2 argument(s), got 1"), std::string::npos);
+  EXPECT_NE(message(intrin(f32, "loom.dltensor_ndim", {load(A, i)})).find("loom.dltensor_ndim expects a handle"),
+            std::string::npos);
+  EXPECT_NE(message(te::make<te::CastNode>(f32, intrin(i32, "exp", {Expr(1)}))).find("exp of a non-float value (int32)"),
+            std::string::npos);
+}
+
 TEST(Codegen, IntegerDivisionOfNegatives) {
   // floordiv/floormod/truncdiv/truncmod/min/max on int32 with divisors of both signs.
   const int64_t n = 41;
