@@ -3,7 +3,8 @@
 //   quiet      each timed call follows an untimed call of the same library;
 //   oneDNN     each timed call follows a dnnl_sgemm call, whose GNU OpenMP threads keep
 //              spinning for a while after it returns (oneDNN, loom, oneDNN, OpenBLAS, ...);
-//   busy       a busy-loop thread this program starts, pinned to the last CPU, spins for the
+//   busy       a busy-loop thread this program starts, pinned to the last CPU it may run on
+//              (so `taskset -c 0,1` gives a 2-CPU run on a bigger machine), spins for the
 //              first --busy-fraction of each timed call (the same length for both libraries:
 //              that fraction of loom's quiet time), then waits for the next call.
 //
@@ -144,6 +145,18 @@ class BusyThread {
   bool pending_ = false, stop_ = false, pinned_ = false;
 };
 
+/// The CPUs this process may run on.
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  if (cpus.empty()) cpus.push_back(0);
+  return cpus;
+}
+
 double seconds_of(const std::function<void()>& f) {
   auto t0 = Clock::now();
   f();
@@ -200,9 +213,10 @@ int run(const Options& o) {
 
   std::printf("matmul %dx%dx%d float32, %d threads, loom's %s exported to a .so (its embedded pool)\n", n, n, n,
               o.threads, rec ? fmt::format("best record of {}", o.log).c_str() : "default config");
-  std::printf("%s; oneDNN %d.%d.%d (GNU OpenMP); %d CPUs online; median of %d calls, %.0f ms pause before each\n",
+  const std::vector<int> cpus = allowed_cpus();
+  std::printf("%s; oneDNN %d.%d.%d (GNU OpenMP); %d CPUs allowed; median of %d calls, %.0f ms pause before each\n",
               OPENBLAS_VERSION, dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch,
-              int(sysconf(_SC_NPROCESSORS_ONLN)), o.repeat, o.settle_ms);
+              int(cpus.size()), o.repeat, o.settle_ms);
 
   auto settle = [&] { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.settle_ms)); };
   // One timed call of each library per round, loom first in even rounds and OpenBLAS first
@@ -228,7 +242,7 @@ int run(const Options& o) {
 
   auto quiet = measure([](const std::function<void()>& f) { f(); }, [] {});
   auto after_dnnl = measure([&](const std::function<void()>&) { dnnl_call(); }, [] {});
-  int cpu = int(sysconf(_SC_NPROCESSORS_ONLN)) - 1;
+  int cpu = cpus.back();
   BusyThread busy(cpu);
   double burst = o.busy_fraction * quiet.first;
   auto loaded = measure([](const std::function<void()>& f) { f(); }, [&] { busy.burst(burst); });
