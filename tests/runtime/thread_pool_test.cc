@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -154,6 +155,26 @@ TEST(ThreadPool, ResizeChangesTheThreadsUsed) {
     EXPECT_EQ(int(ids.size()), n);
   }
   EXPECT_THROW(pool.resize(0), loom::Error);
+}
+
+TEST(ThreadPool, IdleWorkersSleepSoonAfterARun) {
+  // Workers spin briefly after a run, then block: an idle pool takes no core from other
+  // thread pools or processes (a pool spinning for the whole window would use about as much
+  // CPU time as the window lasts, per worker).
+  PoolSizeGuard guard;
+  ThreadPool& pool = ThreadPool::global();
+  pool.resize(3);
+  expect_each_task_once(pool, 6);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // past the spinning
+  auto cpu_seconds = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  };
+  double before = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(cpu_seconds() - before, 0.010);
+  expect_each_task_once(pool, 6);  // and wake up for the next run
 }
 
 TEST(ThreadPool, SizeComesFromLoomNumThreads) {
