@@ -1,9 +1,11 @@
 // The LLVM CPU code generator on hand-written loop IR: every function goes through
 // make_packed_api, is compiled and JIT-linked, run on NDArrays and checked element-wise.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "loom/codegen/build.h"
@@ -143,6 +145,33 @@ TEST(Codegen, NestedParallelRunsSerialAndErrorsPropagate) {
   int32_t status = m.get_function("nested").call_status({a.dltensor(), b.dltensor()});
   EXPECT_NE(status, 0);
   EXPECT_NE(std::string(loom_get_last_error()).find("row must start with a non-negative value"), std::string::npos);
+}
+
+TEST(Codegen, ExportedParallelTaskFailurePropagates) {
+  // The same kind of failing assert, in a parallel loop of an exported library: its embedded
+  // pool reports the first failing task's status and message, and keeps working afterwards.
+  const int64_t rows = 41, cols = 3;
+  BufferArg A = buffer("A", f32, {rows * cols}), B = buffer("B", f32, {rows * cols});
+  Var r("r"), c("c");
+  Expr idx = r * Expr(int(cols)) + c;
+  Stmt checked = make_stmt<lowering::AssertStmtNode>(load(A, r * Expr(int(cols))) >= Expr(0.0f), "row must be non-negative",
+                                                  loop(c, Expr(int(cols)), store(B, load(A, idx), idx)));
+  runtime::Module jit = build("rows", {A, B}, loop(r, Expr(int(rows)), checked, ForKind::kParallel));
+  std::string path = (std::filesystem::temp_directory_path() / fmt::format("loom_codegen_test_rows_{}.so", getpid())).string();
+  jit.export_library(path);
+  runtime::Module lib = runtime::Module::load(path);
+  std::filesystem::remove(path);
+  NDArray a = filled({rows * cols}, f32, [](int64_t i) { return double(i); });
+  NDArray b = filled({rows * cols}, f32, [](int64_t) { return 0.0; });
+  for (int64_t bad : {int64_t(0), int64_t(17), rows - 1}) {
+    a.set(bad * cols, -1.0);
+    loom_set_last_error("");
+    EXPECT_NE(lib.get_function("rows").call_status({a.dltensor(), b.dltensor()}), 0) << "row " << bad;
+    EXPECT_NE(std::string(loom_get_last_error()).find("row must be non-negative"), std::string::npos) << "row " << bad;
+    a.set(bad * cols, double(bad * cols));
+  }
+  EXPECT_EQ(lib.get_function("rows").call_status({a.dltensor(), b.dltensor()}), 0);
+  for (int64_t k = 0; k < rows * cols; ++k) ASSERT_FLOAT_EQ(b.data<float>()[k], float(k));
 }
 
 TEST(Codegen, VectorizedRampLoadStoreGatherAndPredicate) {

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -14,6 +16,7 @@
 
 #include "loom/runtime/c_runtime_api.h"
 #include "loom/runtime/error.h"
+#include <fmt/format.h>
 
 using loom::runtime::ThreadPool;
 
@@ -154,6 +157,26 @@ TEST(ThreadPool, ResizeChangesTheThreadsUsed) {
   EXPECT_THROW(pool.resize(0), loom::Error);
 }
 
+TEST(ThreadPool, IdleWorkersSleepSoonAfterARun) {
+  // Workers spin briefly after a run, then block: an idle pool takes no core from other
+  // thread pools or processes (a pool spinning for the whole window would use about as much
+  // CPU time as the window lasts, per worker).
+  PoolSizeGuard guard;
+  ThreadPool& pool = ThreadPool::global();
+  pool.resize(3);
+  expect_each_task_once(pool, 6);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // past the spinning
+  auto cpu_seconds = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  };
+  double before = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(cpu_seconds() - before, 0.010);
+  expect_each_task_once(pool, 6);  // and wake up for the next run
+}
+
 TEST(ThreadPool, SizeComesFromLoomNumThreads) {
   // The child process re-runs this test binary, so its global pool is created afresh there.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -197,13 +220,79 @@ TEST(CRuntimeApi, ParallelLaunch) {
   EXPECT_EQ(loom_parallel_launch(count_task, &counts, 13), 0);
   for (auto& c : counts) EXPECT_EQ(c.load(), 1);
 
-  std::vector<std::atomic<int>> per_thread(4);  // num_tasks = 0: one task per pool thread
-  EXPECT_EQ(loom_parallel_launch(count_task, &per_thread, 0), 0);
-  for (auto& c : per_thread) EXPECT_EQ(c.load(), 1);
+  std::vector<std::atomic<int>> per_loop(4 * 8);  // num_tasks = 0: 8 tasks per pool thread
+  EXPECT_EQ(loom_parallel_launch(count_task, &per_loop, 0), 0);
+  for (auto& c : per_loop) EXPECT_EQ(c.load(), 1);
+  ThreadPool::global().resize(1);
+  std::vector<std::atomic<int>> single(1);  // and one task with a single thread
+  EXPECT_EQ(loom_parallel_launch(count_task, &single, 0), 0);
+  EXPECT_EQ(single[0].load(), 1);
 
   EXPECT_EQ(loom_parallel_launch(nullptr, nullptr, 4), LOOM_ERR_ARGUMENT);
   EXPECT_NE(std::string(loom_get_last_error()), "");
   EXPECT_EQ(loom_parallel_launch(count_task, &counts, -1), LOOM_ERR_ARGUMENT);
+}
+
+namespace {
+/// A parallel loop's task that is slow on every thread but the caller's (a core taken by
+/// another process): records which thread ran it.
+struct SlowWorkers {
+  std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> on_caller{0}, elsewhere{0}, num_tasks{0};
+};
+int32_t slow_off_caller(int32_t, int32_t num_tasks, void* cdata) {
+  auto* s = static_cast<SlowWorkers*>(cdata);
+  s->num_tasks = num_tasks;
+  if (std::this_thread::get_id() == s->caller) {
+    s->on_caller++;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // time for a worker to join
+  } else {
+    s->elsewhere++;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+}  // namespace
+
+TEST(CRuntimeApi, ParallelLoopLeavesASlowThreadsShareToTheOthers) {
+  // With one task per thread the caller would wait for the slow thread's half of the loop;
+  // with several tasks per thread taken from a shared counter it runs all but the one or two
+  // the slow thread took before it stalled.
+  PoolSizeGuard guard;
+  ThreadPool::global().resize(2);
+  int joined = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    SlowWorkers s;
+    ASSERT_EQ(loom_parallel_launch(slow_off_caller, &s, 0), 0);
+    EXPECT_EQ(s.num_tasks.load(), 16);
+    EXPECT_EQ(s.on_caller.load() + s.elsewhere.load(), 16);
+    EXPECT_LE(s.elsewhere.load(), 2);
+    joined += s.elsewhere.load() > 0;
+  }
+  EXPECT_GT(joined, 0) << "the worker never took a task";
+}
+
+TEST(CRuntimeApi, ConcurrentLaunchesWithFailuresFromSeveralThreads) {
+  // Callers on several threads share the pool; each sees its own first failure and message.
+  PoolSizeGuard guard;
+  ThreadPool::global().resize(3);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c)
+    callers.emplace_back([&, c] {
+      for (int rep = 0; rep < 100; ++rep) {
+        int fail_at = (c + rep) % 7;
+        std::string want = fmt::format("caller {} task {}", c, fail_at);
+        int status = ThreadPool::global().run(7, [&](int task, int) {
+          if (task < fail_at) return 0;
+          loom_set_last_error(fmt::format("caller {} task {}", c, task).c_str());
+          return -3 - task;
+        });
+        if (status != -3 - fail_at || want != loom_get_last_error()) wrong++;
+      }
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(CRuntimeApi, LastErrorIsPerThread) {

@@ -1,5 +1,6 @@
 /* The C ABI of loom's runtime: what generated code calls and what a deployed module
- * exports. Plain C so that a deployment can use it without C++. */
+ * exports. Plain C so that a deployment can use it without C++. Implemented once, in
+ * runtime/c_runtime.c, which libloom is built from and every exported library embeds. */
 #ifndef LOOM_RUNTIME_C_RUNTIME_API_H_
 #define LOOM_RUNTIME_C_RUNTIME_API_H_
 #include <stddef.h>
@@ -21,8 +22,10 @@ void loom_set_last_error(const char* msg);
 /* A parallel task body: runs the share of work numbered task_id of num_tasks. Returns 0 or
  * an error status. */
 typedef int32_t (*loom_parallel_lambda)(int32_t task_id, int32_t num_tasks, void* cdata);
-/* Runs f for task ids 0..n-1 on the thread pool (n = 0: one task per pool thread) and
- * waits; returns the first non-zero status. */
+/* Runs f for task ids 0..n-1 on the thread pool and waits; returns the first non-zero status
+ * by task id. Idle threads take the next task id from a shared counter, so a thread that is
+ * slowed (its core briefly taken) leaves the remaining tasks to the others. n = 0 is the
+ * pool's choice for a parallel loop: 8 tasks per pool thread, or 1 with a single thread. */
 int32_t loom_parallel_launch(loom_parallel_lambda f, void* cdata, int32_t num_tasks);
 /* Number of threads the pool runs parallel loops on. */
 int32_t loom_num_threads(void);
