@@ -60,9 +60,11 @@ TEST(VectorizationReport, TransposedReadIsAGatherOfThatBufferInThatStage) {
   EXPECT_FALSE(e.predicated);
   EXPECT_NE(e.index.find("ramp("), std::string::npos) << e.index;
   EXPECT_NE(e.note.find("stride 48"), std::string::npos) << e.note;
-  const std::string table = r.to_string();
-  EXPECT_NE(table.find("1 gather"), std::string::npos) << table;
-  EXPECT_NE(table.find(e.index), std::string::npos) << table;
+  // The table docs/architecture.md shows.
+  EXPECT_EQ(r.to_string(),
+            "vectorization report of 'transpose': 2 vector load(s)/store(s), 1 gather\n"
+            "  stage  buffer  kind    access  lanes  count  how                index / expression\n"
+            "  Bt     A       gather  load    8      1      stride 48: gather  ramp((j.outer*384) + i, 48, 8)\n");
 }
 
 TEST(VectorizationReport, ShortStrideIsStridedAndLongStrideAGather) {
@@ -103,24 +105,17 @@ TEST(VectorizationReport, VectorizingAColumnScattersTheStore) {
   EXPECT_EQ(gathers[0].stride, 32);
 }
 
-TEST(VectorizationReport, NonDividingSplitOfAVectorizedAxis) {
-  // 20 columns in vectors of 8: two full vectors and a tail of 4. Whatever loom makes of the
-  // tail (a predicated vector or scalar code), the full vectors stay dense and a predicated
-  // access, if any, is reported as one with a mask on B's row.
+TEST(VectorizationReport, NonDividingSplitOfAVectorizedAxisHasADenseTail) {
+  // 20 columns in vectors of 8: loom does not predicate the tail, specialize_partial_tiles
+  // gives the last tile its own 4-lane vector loop, dense like the full ones.
   te::Tensor A = te::placeholder({4, 20}, f32, "A");
   te::Tensor B = te::compute({4, 20}, [&](te::Var i, te::Var j) { return A(i, j) * 3.0f; }, "B");
   Schedule s = create_schedule({B});
   auto [jo, ji] = s[B].split(s[B].axis(1), 8);
   s[B].vectorize(ji);
   VectorizationReport r = report_of(s, {A, B});
-  EXPECT_GT(r.vector_accesses, 0) << r.to_string();
-  EXPECT_TRUE(r.find(Kind::kGather).empty()) << r.to_string();
-  EXPECT_TRUE(r.find(Kind::kScatter).empty()) << r.to_string();
-  for (const VectorReportEntry& e : r.find(Kind::kPredicated)) {
-    EXPECT_TRUE(e.predicated);
-    EXPECT_EQ(e.stage, "B");
-    EXPECT_TRUE(e.buffer == "A" || e.buffer == "B") << e.buffer;
-  }
+  EXPECT_EQ(r.vector_accesses, 4) << to_string(lower(s, {A, B}, "f"));  // 8 lanes and 4 lanes, load and store
+  EXPECT_TRUE(r.entries.empty()) << r.to_string();
 }
 
 TEST(VectorizationReport, PaddedReadIsAPredicatedLoad) {
