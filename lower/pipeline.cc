@@ -4,6 +4,7 @@
 
 #include "loom/lower/ir_mutator.h"
 #include "loom/lower/passes.h"
+#include "loom/lower/vectorization_report.h"
 
 namespace loom::lowering {
 
@@ -69,9 +70,12 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
     if (opts.print_after_all) *opts.print_after_all << "// ---- after " << pass << "\n" << f.body << "\n";
   };
 
+  const bool gpu = opts.target.is_cuda();
+  LOOM_CHECK(!(gpu && opts.vector_report),
+             "lower '{}': the vectorization report describes the LLVM CPU code generator, not target '{}'", name,
+             opts.target.str());
   inline_stages(s);
   f.args = make_buffer_args(s, args, name);
-  const bool gpu = opts.target.is_cuda();
   if (gpu) infer_gpu_scope(s);
   BoundMap bounds = infer_bound(s);
   step("schedule_ops", schedule_ops(s, bounds));
@@ -92,11 +96,29 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
   step("vectorize_loops", vectorize_loops(f.body));
   if (gpu) step("inject_virtual_thread", inject_virtual_thread(f.body));
   if (gpu) step("inject_double_buffer", inject_double_buffer(f.body));
+  // The passes after storage_rewrite. The vectorization report runs them a second time
+  // without it: merging temporaries renames a buffer to the one whose storage it takes, and
+  // the report names buffers as the schedule does (no other pass renames a buffer).
+  auto finish = [](Stmt body, const auto& after) {
+    body = unroll_loops(body);
+    after("unroll_loops", body);
+    body = simplify(body);
+    after("simplify", body);
+    body = remove_no_op(body);
+    after("remove_no_op", body);
+    body = predicate_select_loads(body);
+    after("predicate_select_loads", body);
+    return body;
+  };
+  if (opts.vector_report) {
+    LoweredFunc unshared;
+    unshared.name = name;
+    unshared.args = f.args;
+    unshared.body = finish(f.body, [](const char*, const Stmt&) {});
+    *opts.vector_report = vectorization_report(unshared);
+  }
   step("storage_rewrite", storage_rewrite(f.body));
-  step("unroll_loops", unroll_loops(f.body));
-  step("simplify", simplify(f.body));
-  step("remove_no_op", remove_no_op(f.body));
-  step("predicate_select_loads", predicate_select_loads(f.body));
+  finish(f.body, step);
   if (gpu) step("thread_sync", thread_sync(f.body));
   if (opts.skip_packed_api) return f;
   f = make_packed_api(std::move(f), gpu ? kDLCUDA : kDLCPU);

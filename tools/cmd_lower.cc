@@ -40,8 +40,15 @@ int run(const Args& a) {
   }
   const bool all = a.has("--print-after-all");
   if (all) opts.print_after_all = &std::cout;
+  lowering::VectorizationReport report;
+  const bool vector_report = a.has("--vector-report");
+  if (vector_report) {
+    if (opts.target.is_cuda()) a.usage_error("--vector-report: describes CPU code; target '{}' is a GPU", opts.target.str());
+    opts.vector_report = &report;
+  }
   auto f = lowering::lower(s, args, op, opts);
-  if (!all) std::cout << f << "\n";
+  if (vector_report) std::cout << report.to_string();
+  else if (!all) std::cout << f << "\n";
   return 0;
 }
 
@@ -51,14 +58,21 @@ Command lower_command() {
   Command c;
   c.name = "lower";
   c.synopsis = "print the lowered loop IR of a te::ops example with its default schedule";
-  c.usage = "--op NAME [--shape M,N,K] [--print-after-all] [--target T]";
+  c.usage = "--op NAME [--shape M,N,K] [--print-after-all] [--vector-report] [--target T]";
   c.description =
       "The operators are the te::ops examples (`loom ops --te` lists them), unscheduled. For the\n"
-      "IR of a tuned config, see `loom show`.";
+      "IR of a tuned config, see `loom show`.\n"
+      "--vector-report prints, instead of the IR, every vector load/store that is not dense\n"
+      "(gather, scatter, strided, predicated) and every vector operation computed lane by lane\n"
+      "(scalarized), one row each: the stage (the buffer its store writes), the buffer, the\n"
+      "kind, load/store, lanes, how many identical copies, how the code generator emits it and\n"
+      "the index. Unscheduled examples have no vector code; `loom show --vector-report` reports\n"
+      "a template's config. docs/architecture.md says how to read it.";
   c.options = {
       {"--op", "NAME", "the example to lower (loom ops --te lists them)"},
       {"--shape", "M,N,K", "matmul only: the problem size (default: the example's)"},
       {"--print-after-all", "", "print the IR after every pass of the pipeline"},
+      {"--vector-report", "", "print the vectorization report instead of the IR (CPU targets)"},
       {"--target", "T", "e.g. \"llvm\", \"llvm -mcpu=x86-64-v3\" (default: llvm)"},
   };
   c.run = run;

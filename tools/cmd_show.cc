@@ -9,6 +9,9 @@ namespace {
 
 int run(const Args& a) {
   tuner::Task task = task_from(a);
+  const bool vector_report = a.has("--vector-report");
+  if (vector_report && task.target().is_cuda())
+    a.usage_error("--vector-report: describes CPU code; target '{}' is a GPU", task.target().str());
   const std::vector<std::string> logs = a.all("--log");
   for (const std::string& f : logs) require_file("--log", f);
   Chosen c;
@@ -37,7 +40,11 @@ int run(const Args& a) {
   }
   lowering::LowerOptions opts;
   opts.target = task.target();
-  std::cout << lowering::lower(c.instance.schedule, c.instance.args, task.workload().op, opts) << "\n";
+  lowering::VectorizationReport report;
+  if (vector_report) opts.vector_report = &report;
+  auto f = lowering::lower(c.instance.schedule, c.instance.args, task.workload().op, opts);
+  if (vector_report) std::cout << report.to_string();
+  else std::cout << f << "\n";
   return 0;
 }
 
@@ -47,15 +54,18 @@ Command show_command() {
   Command c;
   c.name = "show";
   c.synopsis = "print the best tuned config of a workload: its knob values and lowered IR";
-  c.usage = "--op NAME --shape LIST --log FILE [--target T] [--config N]";
+  c.usage = "--op NAME --shape LIST --log FILE [--target T] [--config N] [--vector-report]";
   c.description =
       "Picks the config `loom build` would (the best valid record in the log(s), or the default\n"
       "with a warning when there is none) and prints its knob values and the loop IR it lowers to.\n"
-      "--config N shows config N of the space instead.";
+      "--config N shows config N of the space instead. --vector-report prints, instead of the IR,\n"
+      "the config's vector accesses that are not dense and its vector operations computed lane by\n"
+      "lane (as `loom lower --vector-report`).";
   c.options = workload_options();
   std::vector<Option> more = {
       {"--log", "FILE", "tuning log(s) to take the best record from", true},
       {"--config", "N", "show this config index instead of the best record"},
+      {"--vector-report", "", "print the vectorization report instead of the IR (CPU targets)"},
   };
   c.options.insert(c.options.end(), more.begin(), more.end());
   c.run = run;

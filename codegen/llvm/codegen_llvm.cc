@@ -258,7 +258,8 @@ llvm::Value* CodeGenLLVM::emit_load(const te::LoadNode* op) {
   llvm::Value* mask = op->predicate.defined() ? emit(op->predicate) : nullptr;
   const auto* ramp = op->index.as<te::RampNode>();
   const std::optional<int64_t> stride = ramp ? const_int(ramp->stride) : std::nullopt;
-  if (stride == 1) {
+  const lowering::VectorAccess access = lowering::classify_vector_load(*op);
+  if (access == lowering::VectorAccess::kDense) {
     llvm::Value* p = b_.CreateInBoundsGEP(mt, base, emit(ramp->base));
     llvm::Instruction* l = nullptr;
     if (mask) l = b_.CreateMaskedLoad(vt, p, align, mask, llvm::Constant::getNullValue(vt));
@@ -266,7 +267,7 @@ llvm::Value* CodeGenLLVM::emit_load(const te::LoadNode* op) {
     annotate(l, op->buffer_var.get());
     return from_mem(t, l);
   }
-  if (stride && *stride >= 2 && *stride <= kMaxDenseLoadStride) {
+  if (access == lowering::VectorAccess::kStrided) {
     auto dense = [&] { return emit_strided_dense_load(op, ramp, *stride); };
     if (!mask) return from_mem(t, dense());
     // Predicated (a padded border, a partial tile): the dense loads where every lane holds,
@@ -274,7 +275,7 @@ llvm::Value* CodeGenLLVM::emit_load(const te::LoadNode* op) {
     return from_mem(t, emit_branches(b_.CreateAndReduce(mask), dense, [&] { return emit_gather(op, mask); },
                                      "strided"));
   }
-  if (const auto* bc = op->index.as<te::BroadcastNode>(); bc && !mask) {
+  if (const auto* bc = op->index.as<te::BroadcastNode>(); access == lowering::VectorAccess::kBroadcast) {
     llvm::Instruction* l = b_.CreateAlignedLoad(mt, b_.CreateInBoundsGEP(mt, base, emit(bc->value)), align);
     annotate(l, op->buffer_var.get());
     return from_mem(t, splat(lanes, l));
@@ -391,7 +392,7 @@ void CodeGenLLVM::emit_store(const lowering::StoreNode* op) {
     inst = b_.CreateAlignedStore(v, p, align);
   } else {
     const auto* ramp = op->index.as<te::RampNode>();
-    if (ramp && const_int(ramp->stride) == 1) {
+    if (lowering::classify_vector_store(*op) == lowering::VectorAccess::kDense) {
       llvm::Value* p = b_.CreateInBoundsGEP(mt, base, emit(ramp->base));
       if (op->predicate.defined()) inst = b_.CreateMaskedStore(v, p, align, emit(op->predicate));
       else inst = b_.CreateAlignedStore(v, p, align);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "loom/lower/lower.h"
+#include "loom/lower/vector_access.h"
 
 namespace loom::codegen {
 
@@ -15,10 +16,9 @@ namespace loom::codegen {
 /// sized ones use loom_workspace_alloc.
 inline constexpr uint64_t kMaxStackAllocBytes = 64 * 1024;
 
-/// Vector loads with a constant stride up to this one are lane-wide loads over the span the
-/// lanes cover and a shuffle (predicated ones only when every lane holds); larger strides
-/// are gathers.
-inline constexpr int64_t kMaxDenseLoadStride = 4;
+/// How vector loads and stores are emitted is decided by lower/vector_access.h (shared with
+/// the vectorization report).
+using lowering::kMaxDenseLoadStride;
 
 /// Emits, for every function f, `int32_t f(DLTensor*...)` and the packed entry
 /// `int32_t __loom_packed_f(DLTensor** args, int32_t num_args)`, plus one outlined task

@@ -2,6 +2,7 @@
 #pragma once
 #include "loom/codegen/build.h"
 #include "loom/lower/lower.h"
+#include "loom/lower/vectorization_report.h"
 #include "loom/runtime/data_type.h"
 #include "loom/runtime/error.h"
 #include "loom/runtime/module.h"

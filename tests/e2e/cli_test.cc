@@ -68,7 +68,7 @@ TEST_F(CliTest, HelpOfEveryCommandNamesItsOptions) {
                 "--timeout", "--jobs", "--seed", "--batch", "--min-repeat-ms"}},
       {"build", {"--op", "--shape", "--log", "-o", "--target", "--name"}},
       {"bench", {"--op", "--shape", "--log", "--so", "--threads", "--json", "--repeat"}},
-      {"show", {"--op", "--shape", "--log", "--config"}},
+      {"show", {"--op", "--shape", "--log", "--config", "--vector-report"}},
       {"records", {"summary", "best", "merge", "distill", "plot"}},
       {"records summary", {"FILE"}},
       {"records best", {"--json"}},
@@ -76,7 +76,7 @@ TEST_F(CliTest, HelpOfEveryCommandNamesItsOptions) {
       {"records distill", {"-o"}},
       {"records plot", {"-o", "--title"}},
       {"ops", {"--te"}},
-      {"lower", {"--op", "--print-after-all"}},
+      {"lower", {"--op", "--print-after-all", "--vector-report", "gather", "scalarized"}},
   };
   for (const auto& [cmd, options] : cases) {
     SCOPED_TRACE(cmd);
@@ -117,6 +117,8 @@ TEST_F(CliTest, UsageErrorsExitTwoAndNameTheOption) {
       {"records merge " + path("a.jsonl"), "-o"},
       {"records frob", "frob"},
       {"lower --op matmul --wat", "--wat"},
+      {"lower --op matmul --vector-report --target cuda", "--vector-report"},
+      {"show --op matmul_cuda --shape 64,64,64 --target cuda --vector-report", "--vector-report"},
   };
   std::ofstream(path("a.jsonl")) << "";
   for (const auto& [args, needle] : cases) {
@@ -139,6 +141,27 @@ TEST_F(CliTest, OpsListsTemplatesAndLowerStillWorks) {
   Result lower = loom("lower --op matmul --shape 16,16,16 --print-after-all");
   ASSERT_EQ(lower.rc, 0) << lower.err;
   EXPECT_HAS(lower.out, "for");
+}
+
+TEST_F(CliTest, VectorReportOfLowerAndShow) {
+  // The te::ops examples are unscheduled: no vector code, and the IR is not printed.
+  Result lower = loom("lower --op matmul --shape 16,16,16 --vector-report");
+  ASSERT_EQ(lower.rc, 0) << lower.err;
+  EXPECT_HAS(lower.out, "vectorization report of 'matmul': 0 vector load(s)/store(s), all dense");
+  EXPECT_EQ(lower.out.find("for ("), std::string::npos) << lower.out;
+  // The matmul template's default config vectorizes densely.
+  Result dense = loom("show --op matmul --shape 64,64,64 --vector-report");
+  ASSERT_EQ(dense.rc, 0) << dense.err;
+  EXPECT_HAS(dense.out, "vectorization report of 'matmul'");
+  EXPECT_HAS(dense.out, "all dense");
+  EXPECT_EQ(dense.out.find("for ("), std::string::npos) << dense.out;
+  // A stride-2 depthwise convolution reads every other input column: strided loads of data.
+  Result strided =
+      loom("show --op depthwise_conv2d_nchw --shape 1,5,11,10,3,3 --attr stride=2 --attr pad=1 --vector-report");
+  ASSERT_EQ(strided.rc, 0) << strided.err;
+  EXPECT_HAS(strided.out, "index / expression");
+  EXPECT_HAS(strided.out, "depthwise_conv2d_nchw.local  data    strided");
+  EXPECT_HAS(strided.out, "stride 2: 2 lane-wide loads and a shuffle");
 }
 
 TEST_F(CliTest, TuneThenSummaryShowBuildBenchPlot) {

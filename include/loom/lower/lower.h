@@ -49,12 +49,18 @@ struct LoweredFunc {
   std::vector<DeviceFunc> device_funcs;
 };
 
+struct VectorizationReport;  // vectorization_report.h
+
 struct LowerOptions {
   Target target = Target("llvm");
   /// Print the IR after every pass to this stream (loom lower --print-after-all).
   std::ostream* print_after_all = nullptr;
   /// Stop before make_packed_api (tests of individual passes use this).
   bool skip_packed_api = false;
+  /// Fill this with the vectorization report (vectorization_report.h) of the function:
+  /// every vector access that is not a dense load/store and every vector operation computed
+  /// lane by lane, named by stage and buffer as the schedule names them. CPU targets only.
+  VectorizationReport* vector_report = nullptr;
 };
 
 /// Lowers the schedule computing `args` (inputs and outputs, in call order).
