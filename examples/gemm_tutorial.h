@@ -10,8 +10,9 @@
 //   packing        B packed as packedB[n / bn][k][n % bn] by a compute stage of its own
 //   write_cache    C accumulated in a "local" cache stage computed at the column tile: a
 //                  register block of rows x cols, k outermost, rows unrolled, columns
-//                  vectorized
-//   parallel       ... and the row-tile loop of C in parallel
+//                  vectorized; optionally (Params::panel) the row-block loop split into panels
+//                  of A that stay in cache while every column block passes over them
+//   parallel       ... and the outer row loop of C in parallel
 //
 // Where N is not a multiple of the packing width, packedB is zero past N (its reads of B
 // clamped); every other step takes any shape as it is.
