@@ -221,6 +221,6 @@ int main(int argc, char** argv) try {
     std::printf("%-36s %10.1f %10.2f %12.2f\n", r.name.c_str(), r.gflops, r.gflops / blas, r.gflops / tmpl);
   return 0;
 } catch (const loom::Error& e) {
-  std::fprintf(stderr, "user_schedules: %s\n", e.what());
+  std::fprintf(stderr, "%s\n", e.what());
   return 1;
 }
