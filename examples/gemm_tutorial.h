@@ -19,6 +19,7 @@
 #pragma once
 #include <loom/loom.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
