@@ -150,6 +150,10 @@ class Simplifier : public ExprMutator {
   std::optional<LinearSum> linear(DataType t, const Expr& a, const Expr& b, int64_t coeff_b);
   Expr linear_result(LinearSum s);
   Expr vector_binary(ExprKind k, DataType t, const Expr& a, const Expr& b);
+  /// div/mod of ramp(base, stride, lanes) by a positive constant, as a broadcast or a ramp
+  /// when the lanes stay in one block of the divisor (or the stride is a multiple of it);
+  /// undefined when they may not.
+  Expr ramp_div_mod(ExprKind k, DataType t, const RampNode* ramp, const Expr& divisor);
 
   AnalyzerState& st_;
 };

@@ -130,6 +130,10 @@ Expr Simplifier::vector_binary(ExprKind k, DataType t, const Expr& a, const Expr
       return make<RampNode>(scalar(k, ba->value, rb->base), stride, rb->lanes);
     }
   }
+  if ((k == ExprKind::Div || k == ExprKind::FloorDiv || k == ExprKind::Mod || k == ExprKind::FloorMod) && ra && bb &&
+      ra->lanes == bb->lanes) {
+    if (Expr r = ramp_div_mod(k, t, ra, bb->value); r.defined()) return r;
+  }
   if (k == ExprKind::Mul) {
     if (ra && bb && ra->lanes == bb->lanes)
       return make<RampNode>(mul(et, ra->base, bb->value), mul(et, ra->stride, bb->value), ra->lanes);
@@ -137,6 +141,39 @@ Expr Simplifier::vector_binary(ExprKind k, DataType t, const Expr& a, const Expr
       return make<RampNode>(mul(et, ba->value, rb->base), mul(et, ba->value, rb->stride), rb->lanes);
   }
   return make_binary(k, t, a, b);
+}
+
+// Lane i of ramp(b, s, n) is b + s*i. With c | s, lane i's quotient is b/c + (s/c)*i and
+// its remainder b%c. Otherwise, when b%c + s*i stays inside [0, c) for every lane (what the
+// bound of b%c says: 0 for an aligned base, a multiple of gcd(b's coefficients, c) below c
+// for a partly known one), every lane has b's quotient and the remainders form a ramp.
+// Truncating division agrees with floor division once every lane is known non-negative.
+Expr Simplifier::ramp_div_mod(ExprKind k, DataType t, const RampNode* ramp, const Expr& divisor) {
+  DataType et = t.element_of();
+  auto* cb = divisor.as<IntImmNode>();
+  auto* cs = ramp->stride.as<IntImmNode>();
+  if (!cb || !cs || cb->value <= 0 || !is_linear_type(et) || ramp->base.dtype() != et) return {};
+  const bool truncating = k == ExprKind::Div || k == ExprKind::Mod;
+  const bool is_div = k == ExprKind::Div || k == ExprKind::FloorDiv;
+  const int64_t c = cb->value, s = cs->value, n = ramp->lanes;
+  int64_t span;
+  if (__builtin_mul_overflow(s, n - 1, &span)) return {};
+  if (truncating) {
+    Bound base = bound(ramp->base);
+    if (!finite(base) || (s >= 0 ? base.min_value : base.min_value + span) < 0) return {};
+  }
+  Expr scalar_c = make<IntImmNode>(et, c);
+  if (s % c == 0) {
+    if (is_div) return make<RampNode>(div(k, et, ramp->base, scalar_c), make<IntImmNode>(et, s / c), ramp->lanes);
+    return make<BroadcastNode>(mod(k, et, ramp->base, scalar_c), ramp->lanes);
+  }
+  Expr rem = mod(ExprKind::FloorMod, et, ramp->base, scalar_c);
+  Bound br = bound(rem);
+  if (!finite(br)) return {};
+  bool one_block = s > 0 ? br.max_value + span < c : br.min_value + span >= 0;
+  if (!one_block) return {};
+  if (is_div) return make<BroadcastNode>(div(k, et, ramp->base, scalar_c), ramp->lanes);
+  return make<RampNode>(truncating ? mod(k, et, ramp->base, scalar_c) : rem, ramp->stride, ramp->lanes);
 }
 
 // ---------------------------------------------------------------- arithmetic rules

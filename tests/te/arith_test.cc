@@ -252,6 +252,93 @@ TEST_F(Arith, VectorRampsAndBroadcasts) {
               te::make<te::BroadcastNode>(Expr(1), 8));
 }
 
+// ---------------------------------------------------------------- div/mod of ramps
+// Helpers: raw vector div/mod nodes of a ramp by a broadcast constant, as vectorize_loops
+// leaves them, and the ramp/broadcast the simplifier should turn them into.
+Expr ramp(Expr base, int64_t stride, int lanes) { return te::make<te::RampNode>(base, Expr(int(stride)), lanes); }
+Expr bcast(Expr v, int lanes) { return te::make<te::BroadcastNode>(v, lanes); }
+template <typename Node>
+Expr vec(Expr a, int c) {
+  int lanes = a.dtype().lanes();
+  return te::make<Node>(DataType::Int(32, lanes), a, bcast(Expr(c), lanes));
+}
+
+TEST_F(Arith, FloorDivModOfAlignedRampIsBroadcastAndRamp) {
+  // floordiv(ramp(x*32, 1, 32), 32) -> x; floormod -> ramp(0, 1, 32): a packed Bp[j/32][k][j%32].
+  EXPECT_SAME(te::simplify(vec<te::FloorDivNode>(ramp(x * 32, 1, 32), 32)), bcast(x, 32));
+  EXPECT_SAME(te::simplify(vec<te::FloorModNode>(ramp(x * 32, 1, 32), 32)), ramp(Expr(0), 1, 32));
+  // c1 a multiple of c2, fewer lanes than the block.
+  EXPECT_SAME(te::simplify(vec<te::FloorDivNode>(ramp(x * 64, 1, 8), 16)), bcast(x * 4, 8));
+  EXPECT_SAME(te::simplify(vec<te::FloorModNode>(ramp(x * 64, 1, 8), 16)), ramp(Expr(0), 1, 8));
+  // An offset inside the block: x*32 + 8 .. x*32 + 15.
+  EXPECT_SAME(te::simplify(vec<te::FloorDivNode>(ramp(x * 32 + 8, 1, 8), 32)), bcast(x, 8));
+  EXPECT_SAME(te::simplify(vec<te::FloorModNode>(ramp(x * 32 + 8, 1, 8), 32)), ramp(Expr(8), 1, 8));
+  // The whole packed index flattens to one dense ramp: (j/32)*4096 + k*32 + j%32.
+  Expr j = ramp(x * 32, 1, 32);
+  Expr idx = te::make<te::AddNode>(
+      DataType::Int(32, 32),
+      te::make<te::AddNode>(DataType::Int(32, 32),
+                            te::make<te::MulNode>(DataType::Int(32, 32), vec<te::FloorDivNode>(j, 32), bcast(Expr(4096), 32)),
+                            bcast(y * 32, 32)),
+      vec<te::FloorModNode>(j, 32));
+  EXPECT_SAME(te::simplify(idx), ramp(x * 4096 + y * 32, 1, 32));
+}
+
+TEST_F(Arith, DivModOfRampUsesTheBaseBound) {
+  // x*8 is aligned to 8 only: floormod(x*8, 32) is one of 0, 8, 16, 24, so 8 lanes stay in
+  // one block of 32 but 16 lanes may not.
+  EXPECT_SAME(te::simplify(vec<te::FloorDivNode>(ramp(x * 8, 1, 8), 32)), bcast(te::floordiv(x, 4), 8));
+  EXPECT_SAME(te::simplify(vec<te::FloorModNode>(ramp(x * 8, 1, 8), 32)), ramp(te::floormod(x, 4) * 8, 1, 8));
+  EXPECT_FALSE(te::simplify(vec<te::FloorDivNode>(ramp(x * 8, 1, 16), 32)).as<te::BroadcastNode>());
+  EXPECT_FALSE(te::simplify(vec<te::FloorModNode>(ramp(x * 8, 1, 16), 32)).as<te::RampNode>());
+  // A bounded base: y in [0, 4) keeps y .. y+3 inside [0, 8).
+  te::Analyzer ana;
+  ana.bind(y, te::Range(0, 4));
+  EXPECT_SAME(ana.simplify(vec<te::FloorDivNode>(ramp(x * 8 + y, 1, 4), 8)), bcast(x, 4));
+  EXPECT_SAME(ana.simplify(vec<te::FloorModNode>(ramp(x * 8 + y, 1, 4), 8)), ramp(y, 1, 4));
+  // ... but y .. y+7 may cross into the next block.
+  EXPECT_FALSE(ana.simplify(vec<te::FloorDivNode>(ramp(x * 8 + y, 1, 8), 8)).as<te::BroadcastNode>());
+  // A negative stride walks down inside the block: x*16 + 15 .. x*16 + 8.
+  EXPECT_SAME(te::simplify(vec<te::FloorDivNode>(ramp(x * 16 + 15, -1, 8), 16)), bcast(x, 8));
+  EXPECT_SAME(te::simplify(vec<te::FloorModNode>(ramp(x * 16 + 15, -1, 8), 16)), ramp(Expr(15), -1, 8));
+}
+
+TEST_F(Arith, DivModOfRampByADivisorOfItsStride) {
+  // stride 8 over blocks of 4: every lane moves two blocks, the remainder stays.
+  EXPECT_SAME(te::simplify(vec<te::FloorDivNode>(ramp(x, 8, 4), 4)), ramp(te::floordiv(x, 4), 2, 4));
+  EXPECT_SAME(te::simplify(vec<te::FloorModNode>(ramp(x, 8, 4), 4)), bcast(te::floormod(x, 4), 4));
+}
+
+TEST_F(Arith, DivModOfRampMustNotFire) {
+  // Lanes crossing a block boundary: x*32 + 0 .. 63 spans two blocks of 32.
+  Expr r = te::simplify(vec<te::FloorDivNode>(ramp(x * 32, 1, 64), 32));
+  EXPECT_EQ(r.kind(), te::ExprKind::FloorDiv) << te::to_string(r);
+  r = te::simplify(vec<te::FloorModNode>(ramp(x * 32 + 28, 1, 8), 32));
+  EXPECT_EQ(r.kind(), te::ExprKind::FloorMod) << te::to_string(r);
+  // Unknown alignment of the base.
+  r = te::simplify(vec<te::FloorDivNode>(ramp(x, 1, 8), 8));
+  EXPECT_EQ(r.kind(), te::ExprKind::FloorDiv) << te::to_string(r);
+  r = te::simplify(vec<te::FloorModNode>(ramp(x * 2, 1, 8), 8));
+  EXPECT_EQ(r.kind(), te::ExprKind::FloorMod) << te::to_string(r);
+  // Truncating division of lanes that may be negative (x unbounded) keeps its node ...
+  r = te::simplify(vec<te::DivNode>(ramp(x * 32, 1, 8), 32));
+  EXPECT_EQ(r.kind(), te::ExprKind::Div) << te::to_string(r);
+  r = te::simplify(vec<te::ModNode>(ramp(x * 32, 1, 8), 32));
+  EXPECT_EQ(r.kind(), te::ExprKind::Mod) << te::to_string(r);
+}
+
+TEST_F(Arith, TruncDivModOfNonNegativeRamp) {
+  // ... and is rewritten like floor division once every lane is known non-negative.
+  te::Analyzer ana;
+  ana.bind(x, te::Range(0, 100));
+  EXPECT_SAME(ana.simplify(vec<te::DivNode>(ramp(x * 32, 1, 8), 32)), bcast(x, 8));
+  EXPECT_SAME(ana.simplify(vec<te::ModNode>(ramp(x * 32, 1, 8), 32)), ramp(Expr(0), 1, 8));
+  // A descending ramp whose last lane could be negative stays as it is.
+  ana.bind(y, te::Range(0, 4));
+  Expr r = ana.simplify(vec<te::DivNode>(ramp(y, -1, 8), 8));
+  EXPECT_EQ(r.kind(), te::ExprKind::Div) << te::to_string(r);
+}
+
 // ---------------------------------------------------------------- constant bounds
 TEST_F(Arith, ConstIntBound) {
   te::Analyzer ana;
@@ -501,6 +588,66 @@ TEST_F(Arith, RandomExpressionsKeepTheirValue) {
       ASSERT_LE(val, b.max_value) << te::to_string(e);
     }
   }
+}
+
+/// Lane `lane` of an integer vector expression of ramps, broadcasts and arithmetic.
+int64_t eval_lane(const Expr& e, const std::map<const te::VarNode*, int64_t>& env, int lane) {
+  if (e.dtype().is_scalar()) return eval_int(e, env);
+  if (auto* r = e.as<te::RampNode>()) return eval_int(r->base, env) + eval_int(r->stride, env) * lane;
+  if (auto* b = e.as<te::BroadcastNode>()) return eval_int(b->value, env);
+  auto* op = static_cast<const te::AddNode*>(e.get());
+  Var a("a"), b("b");
+  std::map<const te::VarNode*, int64_t> ab{{a.get(), eval_lane(op->a, env, lane)}, {b.get(), eval_lane(op->b, env, lane)}};
+  switch (e.kind()) {
+    case te::ExprKind::Add: return eval_int(te::make<te::AddNode>(a.dtype(), a, b), ab);
+    case te::ExprKind::Sub: return eval_int(te::make<te::SubNode>(a.dtype(), a, b), ab);
+    case te::ExprKind::Mul: return eval_int(te::make<te::MulNode>(a.dtype(), a, b), ab);
+    case te::ExprKind::Div: return eval_int(te::make<te::DivNode>(a.dtype(), a, b), ab);
+    case te::ExprKind::Mod: return eval_int(te::make<te::ModNode>(a.dtype(), a, b), ab);
+    case te::ExprKind::FloorDiv: return eval_int(te::make<te::FloorDivNode>(a.dtype(), a, b), ab);
+    case te::ExprKind::FloorMod: return eval_int(te::make<te::FloorModNode>(a.dtype(), a, b), ab);
+    default: ADD_FAILURE() << "unexpected node in " << te::to_string(e); return 0;
+  }
+}
+
+// Div/mod of random ramps (aligned, offset, bounded and unknown bases; strides of either sign;
+// lanes that do and do not cross a block) keep every lane's value under simplification.
+TEST_F(Arith, RandomRampDivModKeepTheirValue) {
+  std::mt19937 rng(11);
+  auto pick = [&](int n) { return int(rng() % unsigned(n)); };
+  const int coeffs[] = {1, 2, 4, 8, 16, 32, 3};
+  const int strides[] = {1, 1, 2, 3, 8, -1, -2, 0};
+  const int lanes_of[] = {4, 8, 16};
+  const int divisors[] = {2, 4, 8, 16, 32, 3};
+  int rewritten = 0;
+  for (int t = 0; t < 600; ++t) {
+    te::Analyzer ana;
+    ana.bind(x, te::Range(0, 40));
+    ana.bind(y, te::Range(0, 4 << pick(4)));
+    Expr base = x * coeffs[pick(7)] + (pick(2) ? Expr(y) : Expr(pick(40)));
+    int lanes = lanes_of[pick(3)];
+    Expr r = ramp(base, strides[pick(8)], lanes);
+    int c = divisors[pick(6)];
+    Expr e;
+    switch (pick(4)) {
+      case 0: e = vec<te::FloorDivNode>(r, c); break;
+      case 1: e = vec<te::FloorModNode>(r, c); break;
+      case 2: e = vec<te::DivNode>(r, c); break;
+      default: e = vec<te::ModNode>(r, c); break;
+    }
+    Expr s = ana.simplify(e);
+    rewritten += s.kind() != e.kind();
+    for (int v = 0; v < 6; ++v) {
+      std::map<const te::VarNode*, int64_t> env{{x.get(), pick(40)}, {y.get(), 0}};
+      env[y.get()] = pick(int(ana.const_int_bound(y).max_value) + 1);
+      for (int l = 0; l < lanes; ++l) {
+        if (eval_lane(r, env, l) < 0 && (e.kind() == te::ExprKind::Div || e.kind() == te::ExprKind::Mod)) continue;
+        ASSERT_EQ(eval_lane(e, env, l), eval_lane(s, env, l))
+            << te::to_string(e) << "  =>  " << te::to_string(s) << " lane " << l;
+      }
+    }
+  }
+  EXPECT_GT(rewritten, 100);  // the rules fire on a good share, so the check is not vacuous
 }
 
 }  // namespace
