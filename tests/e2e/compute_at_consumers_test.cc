@@ -181,6 +181,37 @@ TEST_P(MultiConsumer, ConsumerNestedTwoLevelsDeep) {
   EXPECT_MATCHES_REFERENCE(s, (std::vector<Tensor>{A, Y}));
 }
 
+// A block per row on a GPU: max, exp and sum at the row loop bound to blockIdx.x (so in
+// shared memory), exp's and the output's columns bound to threadIdx.x. Lowered only (no GPU
+// needed): one kernel, E in shared memory for one row.
+TEST_P(MultiConsumer, SoftmaxBlockPerRowLowersForCuda) {
+  Softmax p = make_softmax(GetParam());
+  Schedule s = create_schedule({p.Y});
+  Stage y = s[p.Y];
+  IterVar row = y.axis(0);
+  y.bind(row, te::thread_axis("blockIdx.x"));
+  auto [yjo, yji] = y.split(y.axis(1), 4);
+  (void)yjo;
+  y.bind(yji, te::thread_axis("threadIdx.x"));
+  for (const Tensor& t : {p.M, p.E, p.S}) s[t].compute_at(y, row);
+  auto [ejo, eji] = s[p.E].split(s[p.E].axis(1), 4);
+  (void)ejo;
+  s[p.E].bind(eji, te::thread_axis("threadIdx.x"));
+  lowering::LowerOptions opts;
+  opts.target = Target("cuda");
+  std::ostringstream ir;
+  opts.print_after_all = &ir;
+  lowering::LoweredFunc f = lowering::lower(s, {p.x, p.Y}, "f", opts);
+  ASSERT_EQ(f.device_funcs.size(), 1u);
+  std::string all = ir.str();
+  size_t at = all.find("realize E(");
+  ASSERT_NE(at, std::string::npos) << all;
+  std::string line = all.substr(at, all.find('\n', at) - at);
+  // The threads of the last column block overshoot the row (guarded), and E covers them.
+  int covered = (GetParam().m + 3) / 4 * 4;
+  EXPECT_NE(line.find(fmt::format(", 1], [0, {}]) \"shared\"", covered)), std::string::npos) << line;
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, MultiConsumer, ::testing::ValuesIn(kShapes),
                          [](const auto& info) { return fmt::format("n{}_m{}", info.param.n, info.param.m); });
 
