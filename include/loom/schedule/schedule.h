@@ -81,6 +81,9 @@ class Stage {
   void parallel(const IterVar& iv);
   void bind(const IterVar& iv, const IterVar& thread);
   void pragma(const IterVar& iv, const std::string& key, Expr value = Expr(1));
+  /// Computes this stage inside loop `scope` of `parent`, covering what its consumers read
+  /// per iteration of it. Every consumer must run inside that loop (be `parent`, or be
+  /// computed at `scope` or a loop inside it); lowering checks this.
   void compute_at(const Stage& parent, const IterVar& scope);
   void compute_inline();
   void compute_root();
