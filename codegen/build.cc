@@ -2,6 +2,7 @@
 #include "loom/codegen/build.h"
 
 #include "llvm/build_llvm.h"
+#include "loom/codegen/check_target.h"
 #include "loom/codegen/cuda.h"
 #include "loom/runtime/error.h"
 
@@ -15,11 +16,22 @@ runtime::Module build(const std::vector<lowering::LoweredFunc>& funcs, const Tar
   return build_llvm(funcs, target);
 }
 
+void check_target(const Target& target) {
+  if (target.is_cpu()) check_llvm_target(target);
+  else LOOM_CHECK(target.is_cuda(), "target \"{}\" has no code generator", target.str());
+}
+
 runtime::Module build(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const Target& target,
                       const std::string& name) {
   lowering::LowerOptions opts;
   opts.target = target;
-  return build({lowering::lower(s, args, name, opts)}, target);
+  return build(s, args, name, opts);
+}
+
+runtime::Module build(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const std::string& name,
+                      const lowering::LowerOptions& opts) {
+  check_target(opts.target);
+  return build({lowering::lower(s, args, name, opts)}, opts.target);
 }
 
 }  // namespace loom::codegen

@@ -37,6 +37,16 @@ std::vector<BufferArg> make_buffer_args(const schedule::Schedule& s, const std::
     a.data = Var(t.name(), DataType::Handle());
     out.push_back(std::move(a));
   }
+  for (const schedule::Stage& st : s->stages) {
+    if (st->op->kind == te::OpKind::kPlaceholder) continue;
+    for (const Tensor& in : st->op->input_tensors()) {
+      if (in.op()->kind != te::OpKind::kPlaceholder) continue;
+      bool passed = false;
+      for (const BufferArg& a : out) passed |= a.tensor.op() == in.op();
+      LOOM_CHECK(passed, "lower '{}': stage '{}' reads placeholder '{}', which is not among the arguments; pass it "
+                 "to lower()/build()", func, st->op->name, in.name());
+    }
+  }
   return out;
 }
 
@@ -76,10 +86,12 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
              opts.target.str());
   inline_stages(s);
   f.args = make_buffer_args(s, args, name);
+  check_reads_in_bounds(s, name);
   if (gpu) infer_gpu_scope(s);
   BoundMap bounds = infer_bound(s);
   step("schedule_ops", schedule_ops(s, bounds));
   step("strip_arg_realize", StripArgRealize(f.args).mutate(f.body));
+  if (opts.check_accesses) step("inject_access_checks", inject_access_checks(f.body));
   if (gpu) check_thread_binding(f.body);
   step("simplify", simplify(f.body));
   step("storage_flatten", storage_flatten(f.body, f.args));

@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "loom/records/record.h"
+#include "loom/records/record_check.h"
 
 namespace loom::records {
 
@@ -31,7 +32,14 @@ class FileLock {
   int fd_;
 };
 
+RecordCheck& record_check() {
+  static RecordCheck check;
+  return check;
+}
+
 }  // namespace
+
+void set_record_check(RecordCheck check) { record_check() = std::move(check); }
 
 LogWriter::LogWriter(const std::string& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -87,8 +95,11 @@ void LogWriter::write(const Record& r) {
 }
 
 LogContents read_log(const std::string& path, std::ostream* warn) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail("cannot read tuning log '{}': it is a directory", path);
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read tuning log '{}': {}", path, std::strerror(errno));
+  if (!in) fail("cannot read tuning log '{}': {}", path, errno ? std::strerror(errno) : "cannot open it");
   LogContents out;
   std::string line;
   size_t lineno = 0;
@@ -98,8 +109,12 @@ LogContents read_log(const std::string& path, std::ostream* warn) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     std::string reason;
     try {
-      out.records.push_back(Record::from_json(line));
-      continue;
+      Record r = Record::from_json(line);
+      if (record_check()) reason = record_check()(r);
+      if (reason.empty()) {
+        out.records.push_back(std::move(r));
+        continue;
+      }
     } catch (const SchemaVersionError& e) {
       reason = fmt::format("schema version {} (this loom reads {})", e.version(), kSchemaVersion);
     } catch (const Error& e) {

@@ -161,6 +161,8 @@ Record Record::from_json(const std::string& line) {
   } catch (const json::parse_error& e) {
     if (e.byte >= line.size()) fail("truncated JSON (input ends at column {})", line.size());
     fail("malformed JSON at column {}", e.byte);
+  } catch (const json::exception& e) {  // a number too large for a double, say
+    fail("malformed JSON: {}", e.what());
   }
   if (!j.is_object()) fail("record is a JSON {}, expected an object", type_name(j));
   Reader top(j, "");
@@ -202,7 +204,12 @@ Record Record::from_json(const std::string& line) {
   Reader res = top.object("result");
   const json& costs = res.array("costs");
   for (size_t i = 0; i < costs.size(); ++i)
-    r.result.costs.push_back(Reader::as_number(costs[i], fmt::format("result.costs[{}]", i)));
+  {
+    double c = Reader::as_number(costs[i], fmt::format("result.costs[{}]", i));
+    if (!std::isfinite(c) || c <= 0)
+      fail("record field 'result.costs[{}]' is {}, expected a positive, finite time in seconds", i, c);
+    r.result.costs.push_back(c);
+  }
   std::string err = res.str("error");
   try {
     r.result.error = error_code_from_string(err);

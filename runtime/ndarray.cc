@@ -13,6 +13,7 @@
 
 #include "loom/runtime/error.h"
 #include "loom/runtime/float16.h"
+#include "loom/runtime/shape.h"
 
 namespace loom::runtime {
 
@@ -83,24 +84,18 @@ struct NDArray::Node {
 };
 
 NDArray NDArray::empty(std::vector<int64_t> shape, DataType dtype, DLDevice dev) {
-  int64_t numel = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    LOOM_CHECK(shape[i] >= 0, "NDArray::empty: dimension {} is {} (must be >= 0)", i, shape[i]);
-    LOOM_CHECK(shape[i] == 0 || numel <= std::numeric_limits<int64_t>::max() / shape[i],
-               "NDArray::empty: shape overflows 64-bit element count");
-    numel *= shape[i];
-  }
   LOOM_CHECK(!dtype.is_void() && dtype.bits() > 0, "NDArray::empty: data type {} has no storage", dtype.str());
+  int64_t nbytes = checked_byte_count(shape, dtype, "NDArray::empty");
   auto n = std::make_shared<Node>();
   n->shape = std::move(shape);
   n->dtype = dtype;
   n->dev = dev;
-  n->nbytes = size_t(numel) * size_t(dtype.bytes()) * size_t(dtype.lanes());
+  n->nbytes = size_t(nbytes);
   size_t alloc = round_up(std::max<size_t>(n->nbytes, 1), kAllocAlignment);
   void* data;
   if (dev.device_type == kDLCPU) {
     data = std::aligned_alloc(kAllocAlignment, alloc);
-    LOOM_CHECK(data != nullptr, "NDArray::empty: out of memory allocating {} bytes", alloc);
+    LOOM_CHECK(data != nullptr, "NDArray::empty: out of memory allocating {} bytes for shape {}", alloc, shape_str(n->shape));
   } else {
     data = device_api(dev).alloc(dev, alloc);
     LOOM_CHECK(data != nullptr, "NDArray::empty: out of memory allocating {} bytes on {}", alloc, device_name(dev));

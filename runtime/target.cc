@@ -20,6 +20,13 @@ const std::vector<std::string>& known_kinds() {
   return kinds;
 }
 
+/// The options each kind understands.
+const std::vector<std::string>& known_options(const std::string& kind) {
+  static const std::vector<std::string> llvm = {"mcpu", "mtriple", "mattr"};
+  static const std::vector<std::string> cuda = {"arch", "fast_math"};
+  return kind == "cuda" ? cuda : llvm;
+}
+
 /// The triple this library was compiled for.
 std::string host_triple() {
 #if defined(__x86_64__) && defined(__linux__)
@@ -79,6 +86,10 @@ Target::Target(const std::string& s) {
     std::string key = tok.substr(start, eq - start);
     if (key.empty()) fail("malformed target option '{}' in \"{}\" (empty key)", tok, s);
     if (opts_.count(key)) fail("target option -{} given twice in \"{}\"", key, s);
+    const std::vector<std::string>& allowed = known_options(kind_);
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+      fail("unknown option -{} for target kind '{}' in \"{}\" (its options: -{})", key, kind_, s,
+           fmt::join(allowed, ", -"));
     opts_[key] = tok.substr(eq + 1);
   }
 }

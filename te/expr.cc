@@ -109,8 +109,10 @@ DataType wider_integer(DataType a, DataType b) {
 }
 
 /// Makes both operands the same type, as TVM's BinaryOpMatchTypes: a scalar is broadcast
-/// to the other's lanes, an int meets a float as the float, a constant takes the type of
-/// the other operand, and otherwise the wider type wins.
+/// to the other's lanes, a constant takes the type of the other operand, and of two
+/// integers (or bools) the wider type wins. Two non-constant operands that differ in a
+/// floating-point type (float32 and int32, float32 and float64) are an error, as te::ops
+/// has it: the user says which type is meant with te::cast.
 void match_types(Expr& a, Expr& b, const char* op) {
   LOOM_CHECK(a.defined() && b.defined(), "operator {}: an operand is undefined", op);
   DataType ta = a.dtype(), tb = b.dtype();
@@ -128,6 +130,9 @@ void match_types(Expr& a, Expr& b, const char* op) {
     if (ta == tb) return;
   }
   LOOM_CHECK(!ta.is_handle() && !tb.is_handle(), "operator {}: cannot combine {} and {}", op, ta.str(), tb.str());
+  LOOM_CHECK(!(ta.is_float() || tb.is_float()) || is_const(a) || is_const(b),
+             "operator {}: operands have different types, {} ({}) and {} ({}); cast one with te::cast", op, ta.str(),
+             to_string(a), tb.str(), to_string(b));
   if (ta.is_float() && !tb.is_float()) {
     b = cast(ta, b);
   } else if (tb.is_float() && !ta.is_float()) {

@@ -3,6 +3,7 @@
 
 #include <unordered_set>
 
+#include "loom/runtime/shape.h"
 #include "loom/te/expr_functor.h"
 
 namespace loom::te {
@@ -21,8 +22,26 @@ Expr normalize_index(const Expr& e, const char* what, const std::string& name) {
   return e;
 }
 
+/// A constant extent must be in [1, INT32_MAX]: loop variables and indices are int32.
+void check_extent(const Expr& extent, const char* what, const std::string& name, const std::string& where) {
+  auto c = as_const_int(extent);
+  if (!c) return;
+  LOOM_CHECK(*c >= 1, "{} '{}': {} is {} (extents must be >= 1)", what, name, where, *c);
+  LOOM_CHECK(*c <= INT32_MAX, "{} '{}': {} is {}, larger than the largest extent, 2^31-1 (indices are int32)", what,
+             name, where, *c);
+}
+
+/// Normalized shape whose constant extents are in range and whose element count, where
+/// constant, fits the int32 flat index that storage flattening computes.
 std::vector<Expr> normalize_shape(std::vector<Expr> shape, const char* what, const std::string& name) {
-  for (auto& s : shape) s = normalize_index(s, what, name);
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    shape[d] = normalize_index(shape[d], what, name);
+    check_extent(shape[d], what, name, fmt::format("extent of dimension {}", d));
+    if (auto c = as_const_int(shape[d])) dims.push_back(*c);
+  }
+  if (dims.size() == shape.size())
+    runtime::checked_element_count(dims, fmt::format("{} '{}' (flat indices are int32)", what, name), INT32_MAX);
   return shape;
 }
 
@@ -162,6 +181,7 @@ IterVar reduce_axis(Range dom, std::string name) {
   LOOM_CHECK(dom.min.defined() && dom.extent.defined(), "reduce_axis '{}': the range is undefined", name);
   dom.min = normalize_index(dom.min, "reduce_axis", name);
   dom.extent = normalize_index(dom.extent, "reduce_axis", name);
+  check_extent(dom.extent, "reduce_axis", name, "the extent");
   return IterVar(std::move(dom), Var(std::move(name)), IterVarType::kCommReduce);
 }
 

@@ -7,7 +7,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "loom/codegen/check_target.h"
 #include "loom/loom.h"
+#include "loom/records/record_check.h"
 #include "loom/tuner/build_best.h"
 
 namespace loom::cli {
@@ -195,10 +197,10 @@ std::vector<int64_t> parse_int_list(const std::string& option, const std::string
     char* end = nullptr;
     errno = 0;
     long long v = std::strtoll(part.c_str(), &end, 10);
-    ok = !part.empty() && *end == '\0' && errno == 0 && v > 0;
+    ok = !part.empty() && *end == '\0' && errno == 0 && v > 0 && v <= INT32_MAX;
     out.push_back(v);
   }
-  if (!ok) throw UsageError(fmt::format("{}: '{}' is not a comma-separated list of positive integers", option, text));
+  if (!ok) throw UsageError(fmt::format("{}: '{}' is not a comma-separated list of integers in [1, 2^31-1]", option, text));
   return out;
 }
 
@@ -237,6 +239,7 @@ tuner::Task task_from(const Args& a) {
   std::optional<Target> target;
   try {
     target.emplace(a.str("--target", "llvm"));
+    codegen::check_target(*target);
   } catch (const Error& e) {
     a.usage_error("--target: {}", e.what());
   }
@@ -303,8 +306,30 @@ std::string format_seconds(double s) {
   return fmt::format("{}h{:02d}m", int(s) / 3600, (int(s) % 3600) / 60);
 }
 
+void check_config_indices() {
+  // Space sizes by workload key and target; -1 where no task can be made to judge by.
+  auto sizes = std::make_shared<std::map<std::string, int64_t>>();
+  records::set_record_check([sizes](const records::Record& r) -> std::string {
+    std::string key = r.workload.key() + " @ " + r.target;
+    auto it = sizes->find(key);
+    if (it == sizes->end()) {
+      int64_t n = -1;
+      try {
+        n = tuner::Task::create(r.workload, Target(r.target)).space().size();
+      } catch (const Error&) {
+      }
+      it = sizes->emplace(key, n).first;
+    }
+    if (it->second < 0 || (r.config.index >= 0 && r.config.index < it->second)) return "";
+    return fmt::format("config index {} is outside the config space of {} on {} ({} configs)", r.config.index,
+                       r.workload.key(), r.target, it->second);
+  });
+}
+
 void require_file(const std::string& option, const std::string& path) {
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError(fmt::format("{}cannot read '{}': it is a directory", option.empty() ? "" : option + ": ", path));
   if (!std::filesystem::is_regular_file(path, ec))
     throw UsageError(fmt::format("{}cannot read '{}' (no such file)", option.empty() ? "" : option + ": ", path));
 }

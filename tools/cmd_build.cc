@@ -14,6 +14,7 @@ namespace {
 int run(const Args& a) {
   tuner::Task task = task_from(a);
   const std::string out = a.required("--output");
+  if (std::filesystem::is_directory(out)) a.usage_error("--output: '{}' is a directory; name the library to write", out);
   const std::vector<std::string> logs = a.all("--log");
   for (const std::string& f : logs) require_file("--log", f);
   const std::string name = a.str("--name", task.workload().op);
@@ -27,7 +28,7 @@ int run(const Args& a) {
   }
   std::optional<records::Record> rec = best.best(task.workload(), task.target().str());
   std::ostringstream fallback;
-  runtime::Module m = tuner::build_best(task, best, &fallback, name);
+  runtime::Module m = tuner::build_best(task, best, &fallback, name, a.has("--check-bounds"));
   if (!fallback.str().empty()) std::cerr << "warning: " << fallback.str();
   std::filesystem::path p(out);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
@@ -57,7 +58,7 @@ Command build_command() {
   Command c;
   c.name = "build";
   c.synopsis = "compile an operator with its best tuned config into a shared library";
-  c.usage = "--op NAME --shape LIST --log FILE -o LIB.so [--target T] [--name NAME]";
+  c.usage = "--op NAME --shape LIST --log FILE -o LIB.so [--target T] [--name NAME] [--check-bounds]";
   c.description =
       "Picks the best config of the operator's workload and target in the log(s), by the median\n"
       "of its records (records of a compatible target stand in when none matches exactly),\n"
@@ -71,6 +72,8 @@ Command build_command() {
       {"--log", "FILE", "tuning log(s) to take the best record from", true},
       {"--output", "LIB.so", "the library to write (required); the header goes next to it", false, "-o"},
       {"--name", "NAME", "the exported function's name (default: the operator's)"},
+      {"--check-bounds", "", "check every tensor access and integer division at run time (slower; a failed check "
+                             "returns an error naming the tensor)"},
   };
   c.options.insert(c.options.end(), more.begin(), more.end());
   c.run = run;

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "loom/codegen/check_target.h"
 #include "loom/loom.h"
 
 namespace loom::cli {
@@ -35,6 +36,7 @@ int run(const Args& a) {
   lowering::LowerOptions opts;
   try {
     opts.target = Target(a.str("--target", "llvm"));
+    codegen::check_target(opts.target);
   } catch (const Error& e) {
     a.usage_error("--target: {}", e.what());
   }

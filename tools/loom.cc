@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
+  loom::cli::check_config_indices();
   for (const Command& c : cmds) {
     if (c.name == name) return loom::cli::run_command(c, {args.begin() + 1, args.end()});
   }

@@ -18,7 +18,7 @@ ConfigEntity record_config(const Task& task, const records::Record& record) {
 }
 
 runtime::Module build_best(const Task& task, const records::ApplyHistoryBest& best, std::ostream* warn,
-                           const std::string& name) {
+                           const std::string& name, bool check_accesses) {
   const std::string target = task.target().str();
   std::optional<records::Record> rec = best.best(task.workload(), target);
   Instance inst;
@@ -28,7 +28,10 @@ runtime::Module build_best(const Task& task, const records::ApplyHistoryBest& be
     if (warn) *warn << fmt::format("no tuning record for {} on {}; using the default config\n", task.key(), target);
     inst = task.instantiate_default();
   }
-  return codegen::build(inst.schedule, inst.args, task.target(), name.empty() ? task.workload().op : name);
+  lowering::LowerOptions opts;
+  opts.target = task.target();
+  opts.check_accesses = check_accesses;
+  return codegen::build(inst.schedule, inst.args, name.empty() ? task.workload().op : name, opts);
 }
 
 }  // namespace loom::tuner

@@ -89,4 +89,6 @@ runtime::Module build_llvm(const std::vector<lowering::LoweredFunc>& funcs, cons
   return runtime::Module(node);
 }
 
+void check_llvm_target(const Target& target) { get_target_machine(target); }
+
 }  // namespace loom::codegen

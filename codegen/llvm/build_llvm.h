@@ -12,4 +12,7 @@ namespace loom::codegen {
 /// Compiles packed lowered functions for a CPU target and JIT-links them into a module.
 runtime::Module build_llvm(const std::vector<lowering::LoweredFunc>& funcs, const Target& target);
 
+/// Throws loom::Error unless LLVM knows the target's triple, CPU and -mattr features.
+void check_llvm_target(const Target& target);
+
 }  // namespace loom::codegen

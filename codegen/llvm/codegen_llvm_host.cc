@@ -78,6 +78,17 @@ void CodeGenLLVM::emit_packed_entry(const lowering::LoweredFunc& f, llvm::Functi
     b_.CreateRet(b_.getInt32(LOOM_ERR_ARGUMENT));
   }
   b_.SetInsertPoint(good);
+  if (n > 0) {
+    // A null argument array with the right count: report it rather than load through it.
+    auto* null_args = llvm::BasicBlock::Create(ctx_, "null_args", pfn);
+    auto* load = llvm::BasicBlock::Create(ctx_, "load_args", pfn);
+    b_.CreateCondBr(b_.CreateIsNull(args), null_args, load);
+    b_.SetInsertPoint(null_args);
+    std::string msg = fmt::format("{}: the argument array is null ({} arguments expected)", f.name, n);
+    b_.CreateCall(rt_set_last_error(), {b_.CreateGlobalString(msg, "null_args_msg")});
+    b_.CreateRet(b_.getInt32(LOOM_ERR_ARGUMENT));
+    b_.SetInsertPoint(load);
+  }
   std::vector<llvm::Value*> call_args;
   for (size_t i = 0; i < n; ++i) {
     llvm::Value* p = b_.CreateConstInBoundsGEP1_64(ptr_, args, i);

@@ -65,6 +65,19 @@ std::string read_file(const fs::path& path) {
   return ss.str();
 }
 
+/// Renames the linked library `staged` to `out` (as the user named it: `path`); on failure
+/// removes `staged` and throws, saying why (a directory in the way, or the rename's error).
+void move_into_place(const fs::path& staged, const fs::path& out, const std::string& path) {
+  std::error_code ec;
+  std::string why;
+  if (fs::is_directory(out, ec)) why = "it is a directory";
+  else if (fs::rename(staged, out, ec); ec) why = ec.message();
+  if (why.empty()) return;
+  std::error_code ignored;
+  fs::remove(staged, ignored);
+  fail("export_library: cannot move the library to '{}': {}", path, why);
+}
+
 /// A fresh directory under the system temp dir, removed with everything in it.
 class TempDir {
  public:
@@ -392,6 +405,7 @@ void export_library(const LLVMModuleNode& node, const std::string& path, const s
   fs::path out(path);
   fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
   LOOM_CHECK(fs::is_directory(dir), "export_library: directory '{}' of '{}' does not exist", dir.string(), path);
+  LOOM_CHECK(!fs::is_directory(out), "export_library: cannot write the library to '{}': it is a directory", path);
   std::string object = emit_export_object(node, blobs);
 
   std::string why;
@@ -431,12 +445,7 @@ void export_library(const LLVMModuleNode& node, const std::string& path, const s
     fs::remove(staged, ec);
     fail("export_library: linking {} failed (status {}): {}\n{}", path, status, join(cmd), log);
   }
-  std::error_code ec;
-  fs::rename(staged, out, ec);
-  if (ec) {
-    fs::remove(staged, ec);
-    fail("export_library: cannot move the library to '{}': {}", path, ec.message());
-  }
+  move_into_place(staged, out, path);
   write_file(header_path(path), c_header(node, out.filename().string()), "export_library");
 }
 
@@ -446,6 +455,7 @@ void export_c_library(const std::string& c_source, const std::vector<std::string
   fs::path out(path);
   fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
   LOOM_CHECK(fs::is_directory(dir), "export_library: directory '{}' of '{}' does not exist", dir.string(), path);
+  LOOM_CHECK(!fs::is_directory(out), "export_library: cannot write the library to '{}': it is a directory", path);
   std::string why;
   std::vector<std::string> cc = find_c_compiler(Target("llvm"), &why);
   LOOM_CHECK(!cc.empty(), "{}", why);
@@ -481,12 +491,7 @@ void export_c_library(const std::string& c_source, const std::vector<std::string
     fs::remove(staged, ec);
     fail("export_library: linking {} failed (status {}): {}\n{}", path, status, join(cmd), log);
   }
-  std::error_code ec;
-  fs::rename(staged, out, ec);
-  if (ec) {
-    fs::remove(staged, ec);
-    fail("export_library: cannot move the library to '{}': {}", path, ec.message());
-  }
+  move_into_place(staged, out, path);
   write_file(header_path(path), header, "export_library");
 }
 

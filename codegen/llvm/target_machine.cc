@@ -1,13 +1,18 @@
 // LLVM target set-up: one-time initialization and cached TargetMachines per loom Target.
 #include "target_machine.h"
 
+#include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringMap.h>
+#include <llvm/ADT/StringRef.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -43,6 +48,55 @@ std::string host_features() {
   return out;
 }
 
+/// Names in `valid` closest to `name` by edit distance, at most `n` of them.
+std::vector<std::string> closest_names(const std::string& name, std::vector<std::string> valid, size_t n) {
+  llvm::StringRef want(name);
+  std::stable_sort(valid.begin(), valid.end(), [&](const std::string& a, const std::string& b) {
+    return want.edit_distance(a) < want.edit_distance(b);
+  });
+  valid.resize(std::min(valid.size(), n));
+  return valid;
+}
+
+/// Throws loom::Error unless LLVM's subtarget tables for `triple` know `cpu` and every
+/// feature of -mattr; LLVM itself only warns and may then abort (x86-64 code for a
+/// subtarget without 64-bit mode).
+void check_cpu_and_features(const Target& target, const llvm::Target& t, const std::string& triple,
+                            const std::string& cpu) {
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(t.createMCSubtargetInfo(triple, "", ""));
+  if (!sti) return;
+  std::string list_hint = fmt::format("(the valid names are listed by `llc -mtriple={} -mcpu=help`)", triple);
+  if (!cpu.empty() && !sti->isCPUStringValid(cpu)) {
+    std::vector<std::string> cpus;
+    for (const auto& d : sti->getAllProcessorDescriptions()) cpus.emplace_back(d.Key);
+    fail("target \"{}\": unknown CPU '{}' for triple '{}'; closest valid CPUs: {} {}", target.str(), cpu, triple,
+         fmt::join(closest_names(cpu, cpus, 5), ", "), list_hint);
+  }
+  std::vector<std::string> features;
+  for (const auto& f : sti->getAllProcessorFeatures()) features.emplace_back(f.Key);
+  std::string mattr = target.get("mattr");
+  llvm::SmallVector<llvm::StringRef, 8> parts;
+  llvm::StringRef(mattr).split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef part : parts) {
+    if (part[0] != '+' && part[0] != '-')
+      fail("target \"{}\": -mattr entry '{}' must start with '+' (enable) or '-' (disable), e.g. +avx2", target.str(),
+           part.str());
+    std::string name = part.drop_front().str();
+    if (std::find(features.begin(), features.end(), name) == features.end())
+      fail("target \"{}\": unknown CPU feature '{}' for triple '{}'; closest valid features: {} (the valid names "
+           "are listed by `llc -mtriple={} -mattr=help`)",
+           target.str(), name, triple, fmt::join(closest_names(name, features, 5), ", "), triple);
+  }
+  llvm::Triple tt(triple);
+  if (tt.getArch() == llvm::Triple::x86_64) {
+    std::unique_ptr<llvm::MCSubtargetInfo> chosen(
+        t.createMCSubtargetInfo(triple, cpu.empty() ? "generic" : cpu, mattr));
+    if (chosen && !chosen->checkFeatures("+64bit"))
+      fail("target \"{}\": CPU '{}' (with -mattr '{}') has no 64-bit mode, which triple '{}' needs", target.str(),
+           cpu.empty() ? "generic" : cpu, mattr, triple);
+  }
+}
+
 std::unique_ptr<llvm::TargetMachine> create_target_machine(const Target& target) {
   init_llvm();
   std::string triple = triple_of(target);
@@ -52,6 +106,7 @@ std::unique_ptr<llvm::TargetMachine> create_target_machine(const Target& target)
 
   bool host = runs_on_host(target);
   std::string cpu = target.get("mcpu");
+  check_cpu_and_features(target, *t, triple, cpu == "native" ? "" : cpu);
   std::string features = target.get("mattr");
   if (cpu.empty() || cpu == "native") {
     if (host) {

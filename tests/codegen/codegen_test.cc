@@ -572,6 +572,45 @@ TEST(Codegen, CudaAndCrossTargets) {
   EXPECT_THROW(arm.get_function("k"), Error);
 }
 
+/// The loom::Error message of `f`, or "" if it throws none.
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Codegen, UnknownCpuOrFeatureIsAnErrorNotAnAbort) {
+  BufferArg A = buffer("A", f32, {4});
+  Var i("i");
+  Stmt body = loop(i, Expr(4), store(A, Expr(1.0f), i));
+  auto build_for = [&](const char* t) { return error_of([&] { build("k", {A}, body, Target(t)); }); };
+  std::string e = build_for("llvm -mcpu=nosuchcpu");
+  EXPECT_NE(e.find("unknown CPU 'nosuchcpu'"), std::string::npos) << e;
+  EXPECT_NE(e.find("-mcpu=help"), std::string::npos) << e;  // where the valid names are listed
+  e = build_for("llvm -mcpu=haswel");
+  EXPECT_NE(e.find("haswell"), std::string::npos) << e;  // the closest valid names
+  e = build_for("llvm -mattr=+nosuchfeature");
+  EXPECT_NE(e.find("unknown CPU feature 'nosuchfeature'"), std::string::npos) << e;
+  e = build_for("llvm -mattr=avx2");
+  EXPECT_NE(e.find("must start with '+'"), std::string::npos) << e;
+  e = build_for("llvm -mtriple=aarch64-linux-gnu -mcpu=skylake");
+  EXPECT_NE(e.find("unknown CPU 'skylake' for triple 'aarch64"), std::string::npos) << e;
+#if defined(__x86_64__)
+  {
+    e = build_for("llvm -mcpu=i386");
+    EXPECT_NE(e.find("has no 64-bit mode"), std::string::npos) << e;
+    e = build_for("llvm -mcpu=x86-64 -mattr=-64bit");
+    EXPECT_NE(e.find("has no 64-bit mode"), std::string::npos) << e;
+  }
+#endif
+  EXPECT_EQ(build_for("llvm -mcpu=x86-64-v2 -mattr=+avx2,-fma"), "");
+  EXPECT_EQ(build_for("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-v1 -mattr=+sve"), "");
+}
+
 TEST(Codegen, CompileTimeOfSmallMatmul) {
   // C[i, j] = sum_k A[i, k] * B[k, j] on 64x64x64; reports the compile time (no bound:
   // timing checks live in bench/).

@@ -123,7 +123,7 @@ TEST(CudaCodegen, LoweredSchedulesCompile) {
   SKIP_WITHOUT_NVRTC();
   {
     te::Tensor A = te::placeholder({1000}, DataType::Float(32), "A");
-    te::Tensor B = te::compute({1000}, [&](Var i) { return te::exp(A(i)) + te::floormod(te::cast(DataType::Int(32), i) - 3, 7); }, "B");
+    te::Tensor B = te::compute({1000}, [&](Var i) { return te::exp(A(i)) + te::cast(DataType::Float(32), te::floormod(te::cast(DataType::Int(32), i) - 3, 7)); }, "B");
     Schedule s = create_schedule({B});
     auto [bo, bi] = s[B].split(s[B].axis(0), 128);
     s[B].bind(bo, te::thread_axis("blockIdx.x"));

@@ -290,6 +290,21 @@ TEST_F(ExportChecks, GoodCallAndCompactStrides) {
   ASSERT_EQ(mod.get_function("relu").call_status(args), 0) << loom_get_last_error();
   for (int64_t i = 0; i < 32; ++i) EXPECT_EQ(y.data<float>()[i], std::max(0.0f, x.data<float>()[i]));
 }
+TEST_F(ExportChecks, NullArgumentArray) {
+  void* h = dlopen(lib_path("checks").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto packed = reinterpret_cast<int32_t (*)(DLTensor**, int32_t)>(dlsym(h, "__loom_packed_relu"));
+  auto last_error = reinterpret_cast<const char* (*)()>(dlsym(h, "loom_get_last_error"));
+  ASSERT_TRUE(packed && last_error);
+  EXPECT_EQ(packed(nullptr, 2), LOOM_ERR_ARGUMENT);
+  EXPECT_NE(std::string(last_error()).find("relu: the argument array is null (2 arguments expected)"),
+            std::string::npos)
+      << last_error();
+  EXPECT_EQ(packed(nullptr, 0), LOOM_ERR_ARGUMENT);  // the count is checked first
+  EXPECT_NE(std::string(last_error()).find("expected 2 arguments, got 0"), std::string::npos) << last_error();
+  dlclose(h);
+}
+
 TEST_F(ExportChecks, NumArgs) { expect_error(&xt, &yt, "relu: expected 2 arguments, got 3", {&yt}); }
 TEST_F(ExportChecks, NullTensor) { expect_error(nullptr, &yt, "argument 0 ('X') is null"); }
 TEST_F(ExportChecks, NullData) {

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -25,7 +27,8 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-int run(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string* out) {
+int run(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string* out,
+        double timeout_s) {
   std::string log = (fs::temp_directory_path() / "loom-run-XXXXXX").string();
   int fd = mkstemp(log.data());
   if (fd < 0) {
@@ -51,9 +54,25 @@ int run(const std::vector<std::string>& argv, const std::vector<std::string>& en
     return -1;
   }
   int st = 0;
-  waitpid(pid, &st, 0);
+  bool timed_out = false;
+  if (timeout_s > 0) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (waitpid(pid, &st, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        timed_out = true;
+        break;
+      }
+      usleep(10000);
+    }
+  } else {
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
   *out = read_file(log);
   unlink(log.c_str());
+  if (timed_out) return kTimedOut;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 

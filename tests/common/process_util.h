@@ -10,9 +10,14 @@ namespace loom::test {
 
 std::string read_file(const std::filesystem::path& p);
 
+/// Exit status `run` returns for a program it killed after its timeout.
+inline constexpr int kTimedOut = 124;
+
 /// Runs argv (searched on PATH) with exactly `env` as its environment; returns the exit
-/// status (128 + signal when killed, -1 when it could not start), stdout+stderr in *out.
-int run(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string* out);
+/// status (128 + signal when killed, -1 when it could not start, kTimedOut when it ran past
+/// `timeout_s` seconds and was killed, if `timeout_s` > 0), stdout+stderr in *out.
+int run(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string* out,
+        double timeout_s = 0);
 
 /// This process's environment, as `run` takes it.
 std::vector<std::string> host_env();

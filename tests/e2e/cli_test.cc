@@ -276,5 +276,67 @@ TEST_F(CliTest, BuildWithoutRecordWarnsAndFallsBack) {
   EXPECT_TRUE(nlohmann::json::parse(bench.out)["tuned"].is_null());
 }
 
+TEST_F(CliTest, BadTargetsHugeShapesAndUnusableOutputsAreClearErrors) {
+  const std::string log = " --log " + path("x.jsonl");
+  const std::string out = " -o " + path("lib.so");
+  const std::vector<std::pair<std::string, std::string>> usage = {
+      {"build " + kShape + out + " --target 'llvm -mcpu=nosuchcpu'", "unknown CPU 'nosuchcpu'"},
+      {"build " + kShape + out + " --target 'llvm -mattr=+nosuchfeature'", "unknown CPU feature 'nosuchfeature'"},
+      {"tune " + kShape + log + " --target 'llvm -mcpu=nosuchcpu'", "-mcpu=help"},
+      {"build --op matmul --shape 9223372036854775807,64,64" + out, "--shape"},
+      {"tune --op matmul --shape 1000000000000,64,64" + log, "integers in [1, 2^31-1]"},
+      {"tune --op matmul --shape 64,4611686018427387904,64" + log, "--shape"},
+      {"build --op matmul --shape 64,9223372036854775807,64" + out, "--shape"},
+      {"build --op conv2d_nchw --shape 1,1000,1000,1000,1,1000,1000 --attr pad=9223372036854775807" + out, "--attr"},
+  };
+  for (const auto& [args, needle] : usage) {
+    SCOPED_TRACE(args);
+    Result r = loom(args);
+    EXPECT_EQ(r.rc, 2) << r.out << r.err;
+    EXPECT_HAS(r.err, needle);
+  }
+  // Sizes that each fit but whose tensors do not: an error naming the tensor, not a hang.
+  Result big = loom("build --op matmul --shape 65536,65536,1" + out);
+  EXPECT_NE(big.rc, 0);
+  EXPECT_HAS(big.err, "has more than 2147483647 elements");
+  // An output that is a directory.
+  fs::create_directories(path("adir"));
+  Result dir = loom("build " + kShape + " -o " + path("adir"));
+  EXPECT_NE(dir.rc, 0);
+  EXPECT_HAS(dir.err, "is a directory");
+  EXPECT_EQ(dir.err.find("Success"), std::string::npos) << dir.err;
+}
+
+TEST_F(CliTest, RecordsBestSkipsOutOfSpaceAndNonPositiveRecords) {
+  // Two valid records of the default config's neighbours, then a cheaper one with cost 0 and
+  // one with an index outside the space: neither may be picked.
+  Result tune = loom("tune " + kShape + " --trials 2 --log " + path("t.jsonl"));
+  ASSERT_EQ(tune.rc, 0) << tune.err;
+  std::ifstream in(path("t.jsonl"));
+  std::string line, good;
+  while (std::getline(in, line))
+    if (line.find("\"error\":\"no_error\"") != std::string::npos) good = line;
+  ASSERT_FALSE(good.empty());
+  nlohmann::json zero = nlohmann::json::parse(good), outside = zero;
+  zero["result"]["costs"] = {0.0};
+  outside["config"]["index"] = 99999999;
+  outside["result"]["costs"] = {1e-12};
+  {
+    std::ofstream os(path("t.jsonl"), std::ios::app);
+    os << zero.dump() << "\n" << outside.dump() << "\n";
+  }
+  Result best = loom("records best --json " + path("t.jsonl"));
+  ASSERT_EQ(best.rc, 0) << best.err;
+  EXPECT_HAS(best.err, "t.jsonl:");
+  EXPECT_HAS(best.err, "expected a positive, finite time");
+  EXPECT_HAS(best.err, "config index 99999999 is outside the config space of matmul");
+  nlohmann::json got = nlohmann::json::parse(best.out.substr(0, best.out.find('\n')));
+  EXPECT_GT(got["result"]["costs"][0].get<double>(), 1e-12);
+  Result merge = loom("records merge " + path("t.jsonl") + " -o " + path("m.jsonl"));
+  ASSERT_EQ(merge.rc, 0) << merge.err;
+  EXPECT_HAS(merge.err, "config index 99999999 is outside");
+  EXPECT_EQ(slurp(path("m.jsonl")).find("99999999"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace loom

@@ -11,6 +11,7 @@
 
 #include "loom/records/log_tools.h"
 #include "loom/records/record.h"
+#include "loom/records/record_check.h"
 #include "loom/runtime/error.h"
 
 namespace loom::records {
@@ -220,7 +221,7 @@ TEST_F(RecordsTest, WriterAppendsWholeLinesAndFillsVersion) {
   ASSERT_EQ(lines.size(), 2u);
   LogContents c = read_log(p);
   ASSERT_EQ(c.records.size(), 2u);
-  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings[0];
   EXPECT_EQ(c.records[0].loom_version, loom_version());
   EXPECT_EQ(c.records[1].config.index, 1);
   EXPECT_EQ(fs::status(p).permissions() & fs::perms::owner_write, fs::perms::owner_write);
@@ -265,6 +266,40 @@ TEST_F(RecordsTest, ReaderSkipsBadLinesWithOneWarningEach) {
   EXPECT_EQ(warn.str(), c.warnings[0] + "\n" + c.warnings[1] + "\n" + c.warnings[2] + "\n");
 }
 
+TEST_F(RecordsTest, ReaderSkipsNonPositiveCostsAndWhatTheRecordCheckRejects) {
+  std::string p = path("log.jsonl");
+  {
+    std::ofstream f(p);
+    f << make_record("matmul", {8, 8, 8}, "llvm", 0, 1e-3).to_json() << "\n"  // line 1: kept
+      << make_record("matmul", {8, 8, 8}, "llvm", 1, 0.0).to_json() << "\n"   // line 2: 0 s
+      << make_record("matmul", {8, 8, 8}, "llvm", 2, -1e-3).to_json() << "\n" // line 3: negative
+      << make_record("matmul", {8, 8, 8}, "llvm", 3, 1e-3).to_json() << "\n"  // line 4: rejected below
+      << make_record("matmul", {8, 8, 8}, "llvm", 4, 2e-3).to_json() << "\n"; // line 5: kept
+  }
+  std::string one_e999 = make_record("matmul", {8, 8, 8}, "llvm", 5, 1e-3).to_json();
+  one_e999.replace(one_e999.find("0.001"), 5, "1e999");  // parses as infinity
+  { std::ofstream(p, std::ios::app) << one_e999 << "\n"; }  // line 6
+  set_record_check([](const Record& r) { return r.config.index == 3 ? "config 3 is out of range" : ""; });
+  LogContents c = read_log(p);
+  set_record_check(nullptr);
+  ASSERT_EQ(c.records.size(), 2u);
+  EXPECT_EQ(c.records[0].config.index, 0);
+  EXPECT_EQ(c.records[1].config.index, 4);
+  ASSERT_EQ(c.warnings.size(), 4u);
+  EXPECT_EQ(c.warnings[0], p + ":2: skipped: record field 'result.costs[0]' is 0, expected a positive, finite time "
+                               "in seconds");
+  EXPECT_EQ(c.warnings[1].rfind(p + ":3: skipped: record field 'result.costs[0]' is -0.001", 0), 0u) << c.warnings[1];
+  EXPECT_EQ(c.warnings[2], p + ":4: skipped: config 3 is out of range");
+  EXPECT_EQ(c.warnings[3].rfind(p + ":6: skipped:", 0), 0u) << c.warnings[3];
+  // A directory is not a log.
+  try {
+    read_log(dir_.string());
+    FAIL() << "expected loom::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("it is a directory"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(RecordsTest, ResumingAfterATornLineKeepsTheNewRecords) {
   std::string p = path("log.jsonl");
   std::string good = make_record("matmul", {8, 8, 8}, "llvm", 0, 1e-3).to_json();
@@ -307,7 +342,7 @@ void check_concurrent_log(const std::string& p, int writers) {
   }
   LogContents c = read_log(p);
   EXPECT_EQ(int(c.records.size()), kConcurrentRecords);
-  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings[0];
 }
 
 TEST_F(RecordsTest, TwoThreadsAppendConcurrently) {

@@ -37,6 +37,30 @@ TEST(NDArray, NegativeDimensionThrows) {
   EXPECT_THROW(NDArray::empty({2, -1}, DataType::Float(32)), loom::Error);
 }
 
+TEST(NDArray, ByteCountThatWrapsIsAnErrorNamingTheShape) {
+  auto message = [](std::vector<int64_t> shape, DataType t) -> std::string {
+    try {
+      NDArray::empty(std::move(shape), t);
+    } catch (const loom::Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // 2^62 elements of 4 bytes: 2^64 bytes, which wrapped to 0 and "succeeded".
+  std::string e = message({int64_t(1) << 31, int64_t(1) << 31}, DataType::Float(32));
+  EXPECT_NE(e.find("NDArray::empty: shape [2147483648, 2147483648] of float32 needs more than 2^63 bytes"),
+            std::string::npos)
+      << e;
+  e = message({int64_t(1) << 40, int64_t(1) << 40}, DataType::Int(8));
+  EXPECT_NE(e.find("shape [1099511627776, 1099511627776] has more than"), std::string::npos) << e;
+  e = message({int64_t(1) << 60}, DataType::Float(32));  // fits int64 bytes, but no memory has it
+  EXPECT_NE(e.find("out of memory"), std::string::npos) << e;
+  EXPECT_NE(e.find("[1152921504606846976]"), std::string::npos) << e;
+  e = message({2, -1}, DataType::Float(32));
+  EXPECT_NE(e.find("dimension 1 of shape [2, -1] is -1"), std::string::npos) << e;
+  EXPECT_EQ(NDArray::empty({0, int64_t(1) << 62}, DataType::Float(32)).nbytes(), 0u);  // empty arrays are fine
+}
+
 TEST(NDArray, NonCpuDeviceNeedsDeviceRuntime) {
   try {
     NDArray::empty({4}, DataType::Float(32), DLDevice{kDLVulkan, 0});

@@ -44,9 +44,19 @@ TEST(Target, UnknownKindListsKnownKinds) {
 
 TEST(Target, MalformedOptionsThrow) {
   for (const char* s : {"", "   ", "llvm mcpu=haswell", "llvm -mcpu", "llvm -mcpu=", "llvm -=x", "llvm -",
-                        "llvm -mcpu=a -mcpu=b"}) {
+                        "llvm -mcpu=a -mcpu=b", "llvm -arch=sm_80", "cuda -mcpu=haswell", "llvm -x=1"}) {
     EXPECT_THROW(Target t(s), loom::Error) << "'" << s << "'";
   }
+  try {
+    Target t("llvm -march=x86-64");
+    FAIL() << "expected loom::Error";
+  } catch (const loom::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown option -march for target kind 'llvm' in \"llvm -march=x86-64\" "
+                                         "(its options: -mcpu, -mtriple, -mattr)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(Target("cuda -arch=sm_80 -fast_math=0").get("fast_math"), "0");
 }
 
 TEST(Target, HostDefaults) {

@@ -68,15 +68,35 @@ TEST(ExprTest, IntConstantMeetsFloatOperand) {
   EXPECT_EQ((h * 2).dtype(), DataType::Float(16));
 }
 
-TEST(ExprTest, IntVariableMeetsFloatIsCast) {
+/// The loom::Error message of `f`, or "" if it throws none.
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ExprTest, ExprsOfDifferentFloatOrIntTypesNeedACast) {
   Var i("i");
   Var f("f", DataType::Float(32));
-  Expr e = i * f;
-  EXPECT_EQ(e.dtype(), DataType::Float(32));
-  auto* mul = e.as<MulNode>();
-  ASSERT_NE(mul, nullptr);
-  ASSERT_NE(mul->a.as<CastNode>(), nullptr);
-  EXPECT_EQ(to_string(e), "(float32(i)*f)");
+  Var d("d", DataType::Float(64));
+  std::string e = error_of([&] { (void)(f + i); });
+  EXPECT_NE(e.find("operator +: operands have different types, float32 (f) and int32 (i); cast one with te::cast"),
+            std::string::npos)
+      << e;
+  e = error_of([&] { (void)(i * f); });
+  EXPECT_NE(e.find("int32 (i) and float32 (f)"), std::string::npos) << e;
+  e = error_of([&] { (void)(f - d); });
+  EXPECT_NE(e.find("float32 (f) and float64 (d)"), std::string::npos) << e;
+  e = error_of([&] { (void)te::max(f, d); });
+  EXPECT_NE(e.find("operator max"), std::string::npos) << e;
+  // Explicit casts and C++ literals are fine: a literal takes the other operand's type.
+  EXPECT_EQ((cast(DataType::Float(32), i) * f).dtype(), DataType::Float(32));
+  EXPECT_EQ((f + cast(DataType::Float(32), d)).dtype(), DataType::Float(32));
+  EXPECT_EQ((d + 1.5f).dtype(), DataType::Float(64));
   EXPECT_EQ((i * 0.5f).dtype(), DataType::Float(32));
 }
 

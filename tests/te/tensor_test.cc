@@ -27,6 +27,28 @@ TEST(TensorTest, PlaceholderShapeAndType) {
   EXPECT_TRUE(A.op()->input_tensors().empty());
 }
 
+TEST(TensorTest, ExtentsMustBePositiveAndFitInt32Indices) {
+  const DataType f32 = DataType::Float(32);
+  std::string e = error_of([&] { placeholder({-4}, f32, "A"); });
+  EXPECT_NE(e.find("placeholder 'A': extent of dimension 0 is -4 (extents must be >= 1)"), std::string::npos) << e;
+  e = error_of([&] { placeholder({4, 0}, f32, "Z"); });
+  EXPECT_NE(e.find("placeholder 'Z': extent of dimension 1 is 0"), std::string::npos) << e;
+  e = error_of([&] { placeholder({int64_t(9223372036854775807LL), 64}, f32, "H"); });
+  EXPECT_NE(e.find("placeholder 'H': extent of dimension 0 is 9223372036854775807, larger than the largest extent"),
+            std::string::npos)
+      << e;
+  e = error_of([&] { placeholder({65536, 65536}, f32, "W"); });
+  EXPECT_NE(e.find("placeholder 'W' (flat indices are int32): shape [65536, 65536] has more than 2147483647 elements"),
+            std::string::npos)
+      << e;
+  Tensor A = placeholder({8}, f32, "A");
+  e = error_of([&] { compute({int64_t(3) << 31}, [&](Var i) { return A(0); }, "C"); });
+  EXPECT_NE(e.find("compute 'C': extent of dimension 0 is 6442450944"), std::string::npos) << e;
+  e = error_of([&] { reduce_axis({0, -1}, "k"); });
+  EXPECT_NE(e.find("reduce_axis 'k': the extent is -1"), std::string::npos) << e;
+  EXPECT_EQ(error_of([&] { placeholder({2147483647}, DataType::Int(8), "Big"); }), "");
+}
+
 TEST(TensorTest, ElementReadChecksIndexCount) {
   Tensor A = placeholder({4, 4}, DataType::Float(32), "A");
   Var i("i");

@@ -22,7 +22,8 @@ void check_shape(const records::Workload& w, const std::vector<std::string>& nam
   LOOM_CHECK(w.shape.size() == names.size(), "{}: shape must be [{}] ({} sizes), got {} sizes", w.op,
              fmt::join(names, ", "), names.size(), w.shape.size());
   for (size_t i = 0; i < names.size(); ++i)
-    LOOM_CHECK(w.shape[i] >= 1, "{}: size {} must be positive, got {}", w.op, names[i], w.shape[i]);
+    LOOM_CHECK(w.shape[i] >= 1 && w.shape[i] <= INT32_MAX, "{}: size {} must be in [1, 2^31-1], got {}", w.op,
+               names[i], w.shape[i]);
 }
 
 int64_t int_attr(const records::Workload& w, const std::string& key, int64_t def, int64_t lo) {
@@ -37,7 +38,7 @@ int64_t int_attr(const records::Workload& w, const std::string& key, int64_t def
   }
   LOOM_CHECK(used == it->second.size() && used > 0, "{}: attribute {} must be an integer, got '{}'", w.op, key,
              it->second);
-  LOOM_CHECK(v >= lo, "{}: attribute {} must be at least {}, got {}", w.op, key, lo, v);
+  LOOM_CHECK(v >= lo && v <= INT32_MAX, "{}: attribute {} must be in [{}, 2^31-1], got {}", w.op, key, lo, v);
   return v;
 }
 
@@ -92,8 +93,14 @@ SplitOptions row_split_options(int64_t extent) {
   SplitOptions o;
   o.policy = SplitOptions::kCandidates;
   o.num_outputs = 3;
-  for (int64_t mid = 1; mid <= extent; ++mid) {
-    if (extent % mid) continue;
+  std::vector<int64_t> divisors;  // ascending; found in O(sqrt(extent)) so that huge extents stay quick
+  for (int64_t d = 1; d <= extent / d; ++d)
+    if (extent % d == 0) {
+      divisors.push_back(d);
+      if (d != extent / d) divisors.push_back(extent / d);
+    }
+  std::sort(divisors.begin(), divisors.end());
+  for (int64_t mid : divisors) {
     bool six = false;
     for (int64_t inner = 1; inner <= 16; ++inner) {
       if ((extent / mid) % inner) continue;

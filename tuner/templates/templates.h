@@ -27,9 +27,9 @@ inline constexpr int64_t kBlock = 16;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// Checks that `w` has float32 dtype and `names.size()` positive sizes (names like {"M","N","K"}).
+/// Checks that `w` has float32 dtype and `names.size()` sizes in [1, 2^31-1] (names like {"M","N","K"}).
 void check_shape(const records::Workload& w, const std::vector<std::string>& names);
-/// An integer attribute of `w` (default `def` when absent); throws if not an integer >= lo.
+/// An integer attribute of `w` (default `def` when absent); throws if not an integer in [lo, 2^31-1].
 int64_t int_attr(const records::Workload& w, const std::string& key, int64_t def, int64_t lo);
 
 /// The tensor named `name` among the inputs of `t`'s operation, searched transitively.

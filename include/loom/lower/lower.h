@@ -55,6 +55,10 @@ struct LowerOptions {
   Target target = Target("llvm");
   /// Print the IR after every pass to this stream (loom lower --print-after-all).
   std::ostream* print_after_all = nullptr;
+  /// Check every tensor access and integer division at run time (`loom build
+  /// --check-bounds`): a failure returns an error code whose message names the stage,
+  /// tensor and dimension (or the divisor). Slower; for debugging.
+  bool check_accesses = false;
   /// Stop before make_packed_api (tests of individual passes use this).
   bool skip_packed_api = false;
   /// Fill this with the vectorization report (vectorization_report.h) of the function:

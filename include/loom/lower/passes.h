@@ -18,6 +18,14 @@ BoundMap infer_bound(const schedule::Schedule& s);
 /// The loop nests of all stages, producers placed at their attach points, with
 /// ProducerRealize around each non-input tensor.
 Stmt schedule_ops(const schedule::Schedule& s, const BoundMap& bounds);
+/// Throws loom::Error naming the stage, tensor, dimension, index range and extent when a
+/// compute stage provably reads a tensor outside its extent (reads under a select or
+/// another guard are not judged). `func` names the function in the message.
+void check_reads_in_bounds(const schedule::Schedule& s, const std::string& func);
+/// Before every ProducerStore, asserts that its indices and those of every read it makes
+/// lie in the tensors' extents and that integer divisors are non-zero (LowerOptions::
+/// check_accesses). Runs before storage_flatten.
+Stmt inject_access_checks(const Stmt& s);
 /// Substitutes compute_inline stages into their consumers (changes the schedule's ops).
 void inline_stages(schedule::Schedule& s);
 

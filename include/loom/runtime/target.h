@@ -6,7 +6,8 @@
 namespace loom {
 
 /// A compilation target parsed from a string: a kind followed by -key=value options.
-/// Known kinds: "llvm" (CPU; options -mcpu, -mtriple, -mattr) and "cuda" (-arch). Without
+/// Known kinds: "llvm" (CPU; options -mcpu, -mtriple, -mattr) and "cuda" (-arch,
+/// -fast_math); an unknown kind or option, or a malformed one, throws loom::Error. Without
 /// -mcpu an "llvm" target for this host compiles for the host's CPU and features. On x86,
 /// SSE4a stays off unless -mattr names it (docs/benchmarks.md says why).
 class Target {

@@ -17,8 +17,9 @@ ConfigEntity record_config(const Task& task, const records::Record& record);
 /// Builds `task` with the config of the best record for (task.key(), task.target().str()) in
 /// `best`; without one, writes "no tuning record for <key> on <target>; using the default
 /// config" to `warn` (if not null) and builds the default config. The module's function is
-/// named `name`, or after the workload's op when `name` is empty.
+/// named `name`, or after the workload's op when `name` is empty. With `check_accesses`,
+/// every tensor access is checked at run time (lowering::LowerOptions::check_accesses).
 runtime::Module build_best(const Task& task, const records::ApplyHistoryBest& best, std::ostream* warn = &std::cerr,
-                           const std::string& name = "");
+                           const std::string& name = "", bool check_accesses = false);
 
 }  // namespace loom::tuner
