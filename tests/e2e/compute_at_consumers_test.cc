@@ -41,6 +41,20 @@ Softmax make_softmax(Shape2 sh) {
   return p;
 }
 
+/// The first realize (allocation) of `name` after schedule_ops: "realize E([min, extent], …) "scope"".
+std::string realize_line(const Schedule& s, const std::vector<Tensor>& args, const std::string& name,
+                         const Target& target = Target("llvm")) {
+  std::ostringstream ir;
+  lowering::LowerOptions opts;
+  opts.target = target;
+  opts.print_after_all = &ir;
+  lowering::lower(s, args, "f", opts);
+  std::string all = ir.str();
+  size_t at = all.find("realize " + name + "(");
+  if (at == std::string::npos) return all;
+  return all.substr(at, all.find('\n', at) - at);
+}
+
 class MultiConsumer : public ::testing::TestWithParam<Shape2> {};
 
 TEST_P(MultiConsumer, SoftmaxAtRowLoop) {
@@ -52,14 +66,7 @@ TEST_P(MultiConsumer, SoftmaxAtRowLoop) {
   s[p.S].compute_at(s[p.Y], row);
   EXPECT_MATCHES_REFERENCE(s, (std::vector<Tensor>{p.x, p.Y}));
   // E covers one row: what S and Y read of it per iteration of the row loop.
-  std::ostringstream ir;
-  lowering::LowerOptions opts;
-  opts.print_after_all = &ir;
-  lowering::lower(s, {p.x, p.Y}, "f", opts);
-  std::string all = ir.str();
-  size_t at = all.find("realize E(");
-  ASSERT_NE(at, std::string::npos) << all;
-  std::string line = all.substr(at, all.find('\n', at) - at);
+  std::string line = realize_line(s, {p.x, p.Y}, "E");
   EXPECT_NE(line.find(fmt::format(", 1], [0, {}])", GetParam().m)), std::string::npos) << line;
 }
 
@@ -159,6 +166,11 @@ TEST_P(MultiConsumer, DiamondConsumersDeeperThanProducer) {
   s[p.C1].vectorize(c1i);
   s[p.C2].split_nparts(s[p.C2].axis(0), 2);
   EXPECT_MATCHES_REFERENCE(s, (std::vector<Tensor>{p.A, p.D}));
+  // Per row tile of 2, B covers 3 rows (C2 reads one below) and every column tile's window
+  // (C1 reads one to the right): 4 per tile, the last tile's overshoot included.
+  std::string line = realize_line(s, {p.A, p.D}, "B");
+  int cols = (GetParam().m + 3) / 4 * 4 + 1;
+  EXPECT_NE(line.find(fmt::format(", 3], [0, {}])", cols)), std::string::npos) << line;
 }
 
 // A consumer computed inside another consumer (C inside E inside Y): B's region climbs the
@@ -199,14 +211,8 @@ TEST_P(MultiConsumer, SoftmaxBlockPerRowLowersForCuda) {
   s[p.E].bind(eji, te::thread_axis("threadIdx.x"));
   lowering::LowerOptions opts;
   opts.target = Target("cuda");
-  std::ostringstream ir;
-  opts.print_after_all = &ir;
-  lowering::LoweredFunc f = lowering::lower(s, {p.x, p.Y}, "f", opts);
-  ASSERT_EQ(f.device_funcs.size(), 1u);
-  std::string all = ir.str();
-  size_t at = all.find("realize E(");
-  ASSERT_NE(at, std::string::npos) << all;
-  std::string line = all.substr(at, all.find('\n', at) - at);
+  EXPECT_EQ(lowering::lower(s, {p.x, p.Y}, "f", opts).device_funcs.size(), 1u);
+  std::string line = realize_line(s, {p.x, p.Y}, "E", Target("cuda"));
   // The threads of the last column block overshoot the row (guarded), and E covers them.
   int covered = (GetParam().m + 3) / 4 * 4;
   EXPECT_NE(line.find(fmt::format(", 1], [0, {}]) \"shared\"", covered)), std::string::npos) << line;
