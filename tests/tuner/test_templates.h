@@ -52,13 +52,16 @@ inline void register_test_templates() {
   };
   tuner::register_template(faulty);
 
-  // Reads far outside A: the compiled code faults at run time.
+  // Reads far outside A: the compiled code faults at run time. The read is under a select
+  // (always true) so that lower()'s static check, which leaves guarded reads alone, lets it by.
   tuner::Template segv;
   segv.name = "test_segv";
   segv.shape_doc = "N";
   segv.flop = [](const records::Workload& w) { return double(w.shape[0]); };
   segv.compute = [](const records::Workload& w) {
-    return vec_compute(w.shape[0], [](te::Tensor A, te::Var i) { return A(i * 100000000 + 99999999); });
+    return vec_compute(w.shape[0], [](te::Tensor A, te::Var i) {
+      return te::select(i >= 0, A(i * 100000000 + 99999999), te::Expr(0.0f));
+    });
   };
   segv.schedule = [](tuner::ConfigContext& cfg, const std::vector<te::Tensor>& args, const Target&) {
     cfg.choice("dummy", {0, 1, 2});
