@@ -28,7 +28,6 @@
 //   bench/tuned_cpu [--log-dir DIR] [--trials N] [--conv-trials N] [--resume | --no-tune]
 //                   [--sections matmul,dense,conv] [--matmul-sizes 1024,2048] [--threads 1,2]
 //                   [--repeat R] [--json FILE]
-#include <cblas.h>
 #include <loom/loom.h>
 #include <loom/records/record.h>
 #include <loom/runtime/thread_pool.h>
@@ -51,8 +50,7 @@
 
 #include "bench_common.h"
 #include "cli.h"
-
-extern "C" void openblas_set_num_threads(int num_threads);
+#include "peers.h"
 
 using namespace loom;
 namespace fs = std::filesystem;
@@ -143,8 +141,15 @@ runtime::NDArray f32(std::vector<int64_t> shape, uint64_t seed = 0) {
 
 void set_threads(int n) {
   runtime::ThreadPool::global().resize(n);
-  openblas_set_num_threads(n);
-  omp_set_num_threads(n);  // oneDNN (OpenMP runtime) and dnnl_sgemm
+  cli::set_peer_threads(n);  // OpenBLAS, and OpenMP's for oneDNN and dnnl_sgemm
+}
+
+/// `loom bench`'s peer for a workload (tools/peers.h), so that both run the same OpenBLAS calls.
+cli::Peer shared_peer(const records::Workload& w) {
+  std::string why;
+  std::optional<cli::Peer> p = cli::find_peer(w, &why);
+  if (!p) throw Error(fmt::format("tuned_cpu: no peer for {}: {}", w.op, why));
+  return *p;
 }
 
 /// One peer implementation: runs on the case's inputs into its own output.
@@ -186,14 +191,11 @@ Case matmul_case(int n) {
   runtime::NDArray a = f32({n, n}, 1), b = f32({n, n}, 2);
   c.args = {a, b, f32({n, n})};
   runtime::NDArray o1 = f32({n, n}), o2 = f32({n, n});
+  const cli::Peer openblas = shared_peer(c.task.workload());
+  const std::vector<runtime::NDArray> inputs = {a, b};
   c.make_peers = [=] {
     std::vector<Peer> peers;
-    peers.push_back({"OpenBLAS",
-                     [=] {
-                       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data<float>(), n,
-                                   b.data<float>(), n, 0.0f, o1.data<float>(), n);
-                     },
-                     o1, true});
+    peers.push_back({"OpenBLAS", [=] { openblas.run(inputs, o1); }, o1, true});
     peers.push_back({"oneDNN",
                      [=] {
                        dnnl_sgemm('N', 'N', n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n, 0.0f,
@@ -226,15 +228,11 @@ Case dense_case(int N, int M, int K) {
   runtime::NDArray x = f32({N, K}, 3), w = f32({M, K}, 4), bias = f32({M}, 5);
   c.args = {x, w, bias, f32({N, M})};
   runtime::NDArray o1 = f32({N, M}), o2 = f32({N, M});
+  const cli::Peer openblas = shared_peer(c.task.workload());  // cblas_sgemm, then the bias/relu pass
+  const std::vector<runtime::NDArray> inputs = {x, w, bias};
   c.make_peers = [=] {
     std::vector<Peer> peers;
-    peers.push_back({"OpenBLAS+pass",
-                     [=] {
-                       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, M, K, 1.0f, x.data<float>(), K,
-                                   w.data<float>(), K, 0.0f, o1.data<float>(), M);
-                       bias_relu(o1.data<float>(), bias.data<float>(), N, M);
-                     },
-                     o1, true});
+    peers.push_back({"OpenBLAS+pass", [=] { openblas.run(inputs, o1); }, o1, true});
     peers.push_back({"oneDNN+pass",
                      [=] {
                        dnnl_sgemm('N', 'T', N, M, K, 1.0f, x.data<float>(), K, w.data<float>(), K, 0.0f,

@@ -21,8 +21,12 @@ bool same_tensor(const std::shared_ptr<const TensorNode>& a, const std::shared_p
 /// expressions (by a Let or a reducer) compare by position.
 class EqualChecker {
  public:
+  EqualChecker() = default;
+  explicit EqualChecker(std::vector<std::pair<const VarNode*, const VarNode*>> bound) : bound_(std::move(bound)) {}
   bool eq(const Expr& a, const Expr& b) {
-    if (a.same_as(b)) return true;
+    // One node is equal to itself unless it uses a bound variable, which may stand for
+    // another one on each side.
+    if (a.same_as(b) && (bound_.empty() || !a.defined())) return true;
     if (!a.defined() || !b.defined()) return false;
     if (a.kind() != b.kind() || a.dtype() != b.dtype()) return false;
     const ExprNode* x = a.get();
@@ -123,10 +127,10 @@ class EqualChecker {
   std::vector<std::pair<const VarNode*, const VarNode*>> bound_;
 };
 
-inline size_t hash_combine(size_t seed, size_t v) { return seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); }
-
 class Hasher {
  public:
+  Hasher() = default;
+  explicit Hasher(std::vector<const VarNode*> bound) : bound_(std::move(bound)) {}
   size_t hash(const Expr& e) {
     if (!e.defined()) return 0x51ed27;
     size_t h = hash_combine(size_t(e.kind()) * 1000003u, std::hash<uint64_t>()(
@@ -221,5 +225,10 @@ class Hasher {
 
 bool structural_equal(const Expr& a, const Expr& b) { return EqualChecker().eq(a, b); }
 size_t structural_hash(const Expr& e) { return Hasher().hash(e); }
+
+bool structural_equal(const Expr& a, const Expr& b, const std::vector<std::pair<const VarNode*, const VarNode*>>& bound) {
+  return EqualChecker(bound).eq(a, b);
+}
+size_t structural_hash(const Expr& e, const std::vector<const VarNode*>& bound) { return Hasher(bound).hash(e); }
 
 }  // namespace loom::te

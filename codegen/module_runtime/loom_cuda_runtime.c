@@ -161,31 +161,16 @@ static int loom_cu_check_arg(const loom_cu_plan* p, int32_t i, const DLTensor* t
 
 /* ------------------------------------------------------------------ the driver */
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-
-typedef struct {
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDeviceGetCount)(int*);
-  CUresult (*cuDeviceGet)(int*, int);
-  CUresult (*cuDevicePrimaryCtxRetain)(void**, int);
-  CUresult (*cuCtxSetCurrent)(void*);
-  CUresult (*cuCtxSynchronize)(void);
-  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
-  CUresult (*cuMemFree)(CUdeviceptr);
-  CUresult (*cuModuleLoadData)(void**, const void*);
-  CUresult (*cuModuleGetFunction)(void**, void*, const char*);
-  CUresult (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
-                             void**, void**);
-  CUresult (*cuGetErrorString)(CUresult, const char**);
-} loom_cu_driver;
+/* The driver's function table and its loading, shared with the C++ runtime; CMake pastes
+ * the header here when it embeds this file. */
+#include "../../runtime/cuda/cuda_driver_api.h"
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_state; /* 0 not tried, 1 ready, -1 failed (g_reason says why) */
 static char g_reason[LOOM_CU_MAX_MESSAGE];
-static loom_cu_driver g_drv;
-static void* g_ctx;
-static void* g_module;
+static loom_cuda_driver g_drv;
+static CUcontext g_ctx;
+static CUmodule g_module;
 
 static const char* loom_cu_result(CUresult r) {
   const char* s = NULL;
@@ -223,35 +208,12 @@ static char* loom_cu_embedded_ptx(void) {
 
 /* Must hold g_mu. */
 static void loom_cu_open(void) {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* e = dlerror();
-    snprintf(g_reason, sizeof g_reason, "no CUDA driver/GPU: libcuda.so.1 could not be loaded (%s)", e ? e : "");
+  char why[LOOM_CU_MAX_MESSAGE - 32];
+  if (!loom_cuda_driver_load(&g_drv, /*exported_only=*/1, why, sizeof why)) {
+    snprintf(g_reason, sizeof g_reason, "no CUDA driver/GPU: %s", why);
     g_state = -1;
     return;
   }
-#define LOOM_CU_SYM(field, name)                                                                   \
-  do {                                                                                             \
-    *(void**)(&g_drv.field) = dlsym(lib, name);                                                    \
-    if (!g_drv.field) {                                                                            \
-      snprintf(g_reason, sizeof g_reason, "no CUDA driver/GPU: libcuda.so.1 lacks %s", name);      \
-      g_state = -1;                                                                                \
-      return;                                                                                      \
-    }                                                                                              \
-  } while (0)
-  LOOM_CU_SYM(cuGetErrorString, "cuGetErrorString");
-  LOOM_CU_SYM(cuInit, "cuInit");
-  LOOM_CU_SYM(cuDeviceGetCount, "cuDeviceGetCount");
-  LOOM_CU_SYM(cuDeviceGet, "cuDeviceGet");
-  LOOM_CU_SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-  LOOM_CU_SYM(cuCtxSetCurrent, "cuCtxSetCurrent");
-  LOOM_CU_SYM(cuCtxSynchronize, "cuCtxSynchronize");
-  LOOM_CU_SYM(cuMemAlloc, "cuMemAlloc_v2");
-  LOOM_CU_SYM(cuMemFree, "cuMemFree_v2");
-  LOOM_CU_SYM(cuModuleLoadData, "cuModuleLoadData");
-  LOOM_CU_SYM(cuModuleGetFunction, "cuModuleGetFunction");
-  LOOM_CU_SYM(cuLaunchKernel, "cuLaunchKernel");
-#undef LOOM_CU_SYM
   CUresult r = g_drv.cuInit(0);
   if (r != 0) {
     snprintf(g_reason, sizeof g_reason, "no CUDA driver/GPU: cuInit failed (%s)", loom_cu_result(r));
@@ -299,7 +261,7 @@ static int loom_cu_prepare(const loom_cu_plan* p) {
   }
   for (int32_t k = 0; k < p->num_launches; ++k) {
     if (p->functions[k]) continue;
-    CUresult r = g_drv.cuModuleGetFunction(&p->functions[k], g_module, p->launches[k].kernel);
+    CUresult r = g_drv.cuModuleGetFunction((CUfunction*)&p->functions[k], g_module, p->launches[k].kernel);
     if (r != 0) {
       p->functions[k] = NULL;
       loom_cu_error("%s: cuModuleGetFunction %s failed: %s", p->name, p->launches[k].kernel, loom_cu_result(r));
@@ -368,7 +330,7 @@ LOOM_CU_HIDDEN int32_t loom_cuda_run(const loom_cu_plan* p, DLTensor** args, int
         params[n++] = &i32s[s];
       }
     }
-    CUresult r = g_drv.cuLaunchKernel(p->functions[k], l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+    CUresult r = g_drv.cuLaunchKernel((CUfunction)p->functions[k], l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
                                       l->block[2], l->shared_bytes, NULL, params, NULL);
     if (r != 0) {
       loom_cu_error("%s: cuLaunchKernel %s failed: %s", p->name, l->kernel, loom_cu_result(r));

@@ -1,8 +1,6 @@
 // Loading the CUDA driver, device memory for NDArray (kDLCUDA) and event timing.
 #include "cuda_driver.h"
 
-#include <dlfcn.h>
-
 #include <mutex>
 
 #include "loom/runtime/cuda.h"
@@ -21,49 +19,12 @@ struct State {
   CUcontext ctx = nullptr;
 };
 
-template <typename F>
-bool resolve(void* lib, const char* name, F*& out) {
-  out = reinterpret_cast<F*>(dlsym(lib, name));
-  return out != nullptr;
-}
-
 State load_driver() {
   State s;
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* e = dlerror();
-    s.reason = fmt::format("libcuda.so.1 could not be loaded ({})", e ? e : "unknown dlopen error");
-    return s;
-  }
   Driver& d = s.d;
-  std::string missing;
-  auto need = [&](const char* name, auto*& fn) {
-    if (!resolve(lib, name, fn)) missing += (missing.empty() ? "" : ", ") + std::string(name);
-  };
-  need("cuInit", d.cuInit);
-  need("cuDeviceGetCount", d.cuDeviceGetCount);
-  need("cuDeviceGet", d.cuDeviceGet);
-  need("cuDeviceGetAttribute", d.cuDeviceGetAttribute);
-  need("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain);
-  need("cuCtxSetCurrent", d.cuCtxSetCurrent);
-  need("cuCtxSynchronize", d.cuCtxSynchronize);
-  need("cuMemAlloc_v2", d.cuMemAlloc);
-  need("cuMemFree_v2", d.cuMemFree);
-  need("cuMemcpyHtoD_v2", d.cuMemcpyHtoD);
-  need("cuMemcpyDtoH_v2", d.cuMemcpyDtoH);
-  need("cuMemcpyDtoD_v2", d.cuMemcpyDtoD);
-  need("cuModuleLoadData", d.cuModuleLoadData);
-  need("cuModuleUnload", d.cuModuleUnload);
-  need("cuModuleGetFunction", d.cuModuleGetFunction);
-  need("cuLaunchKernel", d.cuLaunchKernel);
-  need("cuEventCreate", d.cuEventCreate);
-  need("cuEventRecord", d.cuEventRecord);
-  need("cuEventSynchronize", d.cuEventSynchronize);
-  need("cuEventElapsedTime", d.cuEventElapsedTime);
-  need("cuEventDestroy_v2", d.cuEventDestroy);
-  need("cuGetErrorString", d.cuGetErrorString);
-  if (!missing.empty()) {
-    s.reason = "libcuda.so.1 lacks " + missing;
+  char why[1024];
+  if (!loom_cuda_driver_load(&d, /*exported_only=*/0, why, sizeof why)) {
+    s.reason = why;
     return s;
   }
   if (CUresult r = d.cuInit(0); r != 0) {

@@ -1,49 +1,28 @@
-// The few CUDA driver API entry points loom uses, resolved with dlopen("libcuda.so.1") so
-// that nothing links against CUDA. Types are declared here to avoid needing cuda.h.
+// The CUDA driver for the C++ runtime: the function table of cuda_driver_api.h (shared with
+// exported libraries), loaded once, with device 0's primary context.
 #pragma once
 #include <cstddef>
 #include <string>
 
+#include "cuda_driver_api.h"
+
 namespace loom::runtime::cuda {
 
-using CUresult = int;
-using CUdevice = int;
-using CUcontext = struct CUctx_st*;
-using CUmodule = struct CUmod_st*;
-using CUfunction = struct CUfunc_st*;
-using CUstream = struct CUstream_st*;
-using CUevent = struct CUevent_st*;
-using CUdeviceptr = unsigned long long;  // NOLINT: the driver's own definition
+using ::CUcontext;
+using ::CUdevice;
+using ::CUdeviceptr;
+using ::CUevent;
+using ::CUfunction;
+using ::CUmodule;
+using ::CUresult;
+using ::CUstream;
 
-inline constexpr int kAttrComputeCapabilityMajor = 75;
-inline constexpr int kAttrComputeCapabilityMinor = 76;
+inline constexpr int kAttrComputeCapabilityMajor = LOOM_CU_ATTR_COMPUTE_CAPABILITY_MAJOR;
+inline constexpr int kAttrComputeCapabilityMinor = LOOM_CU_ATTR_COMPUTE_CAPABILITY_MINOR;
 
-/// Driver entry points; every pointer is set once load() succeeds.
-struct Driver {
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDeviceGetCount)(int*);
-  CUresult (*cuDeviceGet)(CUdevice*, int);
-  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuCtxSynchronize)();
-  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
-  CUresult (*cuMemFree)(CUdeviceptr);
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t);
-  CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t);
-  CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
-  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
-  CUresult (*cuModuleUnload)(CUmodule);
-  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             CUstream, void**, void**);
-  CUresult (*cuEventCreate)(CUevent*, unsigned);
-  CUresult (*cuEventRecord)(CUevent, CUstream);
-  CUresult (*cuEventSynchronize)(CUevent);
-  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
-  CUresult (*cuEventDestroy)(CUevent);
-  CUresult (*cuGetErrorString)(CUresult, const char**);
-};
+/// Driver entry points (the table of cuda_driver_api.h); every pointer is set once the
+/// driver is loaded.
+using Driver = ::loom_cuda_driver;
 
 /// The loaded driver with device 0's primary context current on the calling thread;
 /// throws loom::Error "no CUDA driver/GPU: …" when it cannot be had.

@@ -197,12 +197,8 @@ Template conv_template(bool depthwise) {
   return t;
 }
 
-[[maybe_unused]] const bool registered = [] {
-  register_template(matmul_cuda());
-  register_template(conv_template(false));
-  register_template(conv_template(true));
-  return true;
-}();
-
 }  // namespace
+
+std::vector<Template> cuda_templates() { return {matmul_cuda(), conv_template(false), conv_template(true)}; }
+
 }  // namespace loom::tuner

@@ -9,7 +9,10 @@
 
 namespace loom::tuner {
 
-/// Every built-in template, as registered on first use of the registry.
+/// Every built-in template: the registry adds them once, on its first use (tuner/task.cc).
+/// This explicit list is the only way built-in templates register: a static initializer in
+/// a template's file would be dropped by the linker from a static libloom when nothing else
+/// refers to that file, and would run in an unspecified order relative to the registry.
 std::vector<Template> builtin_templates();
 
 Template matmul_template();
@@ -19,6 +22,8 @@ Template conv2d_nchw_template();
 Template conv2d_nchwc_template();
 Template depthwise_conv2d_nchw_template();
 Template softmax_template();
+/// The GPU templates (target kind "cuda"): matmul_cuda, conv2d_nchw_cuda, depthwise_conv2d_nchw_cuda.
+std::vector<Template> cuda_templates();
 
 namespace tmpl {
 

@@ -184,6 +184,15 @@ Stmt seq(std::vector<Stmt> parts);
 Stmt no_op();
 bool is_no_op(const Stmt& s);
 
+/// Structural equality of statements: the same kinds, fields and expressions (compared with
+/// te::structural_equal). Variables a statement binds (a For's loop variable, a LetStmt's
+/// variable, an Allocate's buffer) compare by position, so two nests that differ only in the
+/// names or identities of their loop variables are equal; free variables and tensors compare
+/// by identity.
+bool structural_equal(const Stmt& a, const Stmt& b);
+/// A hash consistent with structural_equal.
+size_t structural_hash(const Stmt& s);
+
 /// Readable text of a statement (indented C-like loops).
 std::string to_string(const Stmt& s);
 std::ostream& operator<<(std::ostream& os, const Stmt& s);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loom/runtime/data_type.h"
@@ -315,8 +316,19 @@ Expr make(Args&&... args) {
 }
 
 // ---------------------------------------------------------------- structure
+/// Structural equality: variables an expression binds itself (Let, a reducer's lhs/rhs)
+/// compare by position, other variables by identity.
 bool structural_equal(const Expr& a, const Expr& b);
+/// The same, inside binders of an enclosing IR (a loop nest's loop variables): each pair of
+/// `bound` (outermost first) is one variable on both sides and compares by position too.
+bool structural_equal(const Expr& a, const Expr& b, const std::vector<std::pair<const VarNode*, const VarNode*>>& bound);
+/// A hash consistent with structural_equal.
 size_t structural_hash(const Expr& e);
+/// A hash consistent with the bound form of structural_equal; `bound` lists one side's
+/// enclosing binders, outermost first.
+size_t structural_hash(const Expr& e, const std::vector<const VarNode*>& bound);
+/// Mixes `v` into the hash `seed`.
+inline size_t hash_combine(size_t seed, size_t v) { return seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); }
 /// Readable text, e.g. "((i*32) + ii)".
 std::string to_string(const Expr& e);
 std::ostream& operator<<(std::ostream& os, const Expr& e);

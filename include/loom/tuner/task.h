@@ -38,8 +38,8 @@ struct Template {
   std::function<int64_t(const ConfigSpace&)> default_config;
 };
 
-/// Registers a template (replacing one of the same name). Built-in templates register
-/// themselves; tests and users may add their own.
+/// Registers a template (replacing one of the same name). The built-in ones (the list in
+/// tuner/templates) are added on the registry's first use; tests and users may add their own.
 void register_template(Template t);
 /// Throws loom::Error listing the registered templates if there is no such one.
 const Template& get_template(const std::string& name);
