@@ -85,6 +85,7 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
              "lower '{}': the vectorization report describes the LLVM CPU code generator, not target '{}'", name,
              opts.target.str());
   inline_stages(s);
+  check_stage_intrinsics(s, name);
   f.args = make_buffer_args(s, args, name);
   check_reads_in_bounds(s, name);
   if (gpu) infer_gpu_scope(s);
@@ -99,6 +100,7 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
   // targets ignore it.
   if (!gpu) step("strip_double_buffer", strip_double_buffer(f.body));
   step("simplify", simplify(f.body));
+  step("tensorize", tensorize(f.body, s));
   if (!gpu) {
     step("loop_partition", loop_partition(f.body));
     step("simplify", simplify(f.body));
@@ -132,7 +134,10 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
   step("storage_rewrite", storage_rewrite(f.body));
   finish(f.body, step);
   if (gpu) step("thread_sync", thread_sync(f.body));
-  if (opts.skip_packed_api) return f;
+  if (opts.skip_packed_api) {
+    if (!gpu) check_intrinsics(f, opts.target);
+    return f;
+  }
   f = make_packed_api(std::move(f), gpu ? kDLCUDA : kDLCPU);
   if (opts.print_after_all) *opts.print_after_all << "// ---- after make_packed_api\n" << f.body << "\n";
   if (gpu) {
@@ -143,6 +148,7 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
     }
     verify_gpu(f);
   }
+  check_intrinsics(f, opts.target);
   return f;
 }
 

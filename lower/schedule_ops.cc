@@ -157,6 +157,8 @@ class NestBuilder {
       fresh[leaf.var().get()] = v;
       const Range& r = bounds_.at(leaf.get());
       body = make_stmt<ForNode>(v, r.min, r.extent, for_kind_of(annotation(leaf)), body);
+      if (annotation(leaf) == IterAnnotation::kTensorize)
+        body = make_stmt<AttrStmtNode>(leaf, Var(), attr::kTensorize, Expr(1), body);
     }
     return lowering::substitute(body, fresh);
   }
@@ -184,6 +186,8 @@ class NestBuilder {
         for (const auto& [k, v] : it->second.pragmas) loop->annotations[k] = v;
       }
       body = Stmt(loop);
+      if (annotation(leaf) == IterAnnotation::kTensorize)
+        body = make_stmt<AttrStmtNode>(leaf, Var(), attr::kTensorize, Expr(0), body);
     }
     return body;
   }

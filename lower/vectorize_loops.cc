@@ -6,6 +6,7 @@
 
 #include "loom/lower/ir_mutator.h"
 #include "loom/lower/passes.h"
+#include "loom/te/intrinsics.h"
 #include "loom/te/expr_functor.h"
 
 namespace loom::lowering {
@@ -82,8 +83,9 @@ class Vectorizer : public IRMutator {
     if (!mutate_array(op->args, &args)) return to_expr(op);
     int l = 1;
     for (const Expr& a : args) l = std::max(l, lanes_of(a));
-    if (op->name.rfind("loom.", 0) == 0 && l > 1) {
-      failed = true;  // runtime intrinsics take scalars
+    const te::IntrinsicInfo* info = te::find_intrinsic(op->name);
+    if (l > 1 && (!info || !info->elementwise || op->dtype.lanes() != 1)) {
+      failed = true;  // it does not apply lane by lane (runtime intrinsics take scalars)
       return to_expr(op);
     }
     for (Expr& a : args) a = broadcast_to(a, l);

@@ -127,6 +127,7 @@ std::string describe(const IterVarAttr& a) {
     case IterAnnotation::kUnroll: return "unrolled";
     case IterAnnotation::kParallel: return "parallel";
     case IterAnnotation::kThreadBind: return fmt::format("bound to '{}'", a.bind_thread->thread_tag);
+    case IterAnnotation::kTensorize: return fmt::format("tensorized with '{}'", a.tensor_intrin->name);
     case IterAnnotation::kNone: break;
   }
   return "not annotated";
@@ -266,6 +267,34 @@ void Stage::pragma(const IterVar& iv, const std::string& key, Expr value) {
   LOOM_CHECK(!key.empty(), "stage '{}': pragma on '{}': the key is empty", name_of(s), iv.name());
   LOOM_CHECK(value.defined(), "stage '{}': pragma '{}' on '{}': the value is undefined", name_of(s), key, iv.name());
   s->iter_var_attrs[iv.get()].pragmas[key] = value;
+}
+
+void Stage::tensorize(const IterVar& axis, const te::TensorIntrin& intrin) {
+  StageNode* s = self_of(*this, "tensorize");
+  check_leaf(s, axis, "tensorize");
+  LOOM_CHECK(intrin != nullptr, "stage '{}': cannot tensorize '{}': the tensor intrinsic is undefined", name_of(s),
+             axis.name());
+  for (const auto& [node, attr] : s->iter_var_attrs) {
+    if (attr.annotation == IterAnnotation::kTensorize && node != axis.get())
+      fail("stage '{}': cannot tensorize '{}': axis '{}' is already tensorized with '{}' (one per stage)", name_of(s),
+           axis.name(), node->var.name(), attr.tensor_intrin->name);
+  }
+  const size_t pos = leaf_pos(s, axis);
+  for (size_t i = pos + 1; i < s->leaf_iter_vars.size(); ++i) {
+    auto it = s->iter_var_attrs.find(s->leaf_iter_vars[i].get());
+    if (it == s->iter_var_attrs.end()) continue;
+    LOOM_CHECK(it->second.annotation != IterAnnotation::kParallel && it->second.annotation != IterAnnotation::kThreadBind,
+               "stage '{}': cannot tensorize '{}': axis '{}' inside it is {}", name_of(s), axis.name(),
+               s->leaf_iter_vars[i].name(), describe(it->second));
+  }
+  auto it = s->iter_var_attrs.find(axis.get());
+  if (it != s->iter_var_attrs.end() && it->second.annotation == IterAnnotation::kTensorize &&
+      it->second.tensor_intrin != intrin)
+    fail("stage '{}': cannot tensorize '{}' with '{}': it is already tensorized with '{}'", name_of(s), axis.name(),
+         intrin->name, it->second.tensor_intrin->name);
+  if (it != s->iter_var_attrs.end() && it->second.annotation == IterAnnotation::kTensorize) return;
+  annotate(s, axis, IterAnnotation::kTensorize, IterVar(), "tensorize");
+  s->iter_var_attrs[axis.get()].tensor_intrin = intrin;
 }
 
 // ---------------------------------------------------------------- placement

@@ -10,7 +10,9 @@
 #include <set>
 #include <sstream>
 
+#include "codegen_cuda_internal.h"
 #include "loom/codegen/cuda.h"
+#include "loom/te/intrinsics.h"
 #include "loom/runtime/error.h"
 #include "loom/te/arith.h"
 
@@ -182,52 +184,13 @@ class KernelPrinter {
   }
 
   std::string call(const te::CallNode* c, DataType t, int lane) {
-    const std::string& n = c->name;
-    auto arg = [&](size_t i) {
-      LOOM_CHECK(i < c->args.size(), "CUDA codegen: call {} needs {} arguments", n, i + 1);
-      return expr(c->args[i], lane);
-    };
-    bool f64 = t.is_float() && t.bits() == 64;
-    bool f16 = t.is_float() && t.bits() == 16;
-    auto fn = [&](const char* name, const char* fast = nullptr) {
-      if (f16) {
-        std::string args;
-        for (size_t i = 0; i < c->args.size(); ++i) args += fmt::format("{}__half2float({})", i ? ", " : "", arg(i));
-        return fmt::format("__float2half({}f({}))", name, args);
-      }
-      std::string args;
-      for (size_t i = 0; i < c->args.size(); ++i) args += (i ? ", " : "") + arg(i);
-      if (f64) return fmt::format("{}({})", name, args);
-      if (fast && opts_.fast_math) return fmt::format("{}({})", fast, args);
-      return fmt::format("{}f({})", name, args);
-    };
-    if (n == "likely") return arg(0);
-    if (n == "exp") return fn("exp", "__expf");
-    if (n == "exp2") return fn("exp2", "exp2f");
-    if (n == "log") return fn("log", "__logf");
-    if (n == "log2") return fn("log2", "__log2f");
-    if (n == "sqrt") return fn("sqrt");
-    if (n == "tanh") return fn("tanh");
-    if (n == "erf") return fn("erf");
-    if (n == "floor") return fn("floor");
-    if (n == "ceil") return fn("ceil");
-    if (n == "round") return fn("round");
-    if (n == "trunc") return fn("trunc");
-    if (n == "sin") return fn("sin", "__sinf");
-    if (n == "cos") return fn("cos", "__cosf");
-    if (n == "pow") return fn("pow", "__powf");
-    if (n == "fma") return fn("fma");
-    if (n == "fabs") {
-      if (t.is_integer()) return fmt::format("(({0}) < 0 ? -({0}) : ({0}))", arg(0));
-      return fn("fabs");
-    }
-    if (n == "sigmoid") {
-      if (f64) return fmt::format("(1.0 / (1.0 + exp(-({}))))", arg(0));
-      std::string x = f16 ? fmt::format("__half2float({})", arg(0)) : arg(0);
-      std::string s = fmt::format("(1.0f / (1.0f + {}(-({}))))", opts_.fast_math ? "__expf" : "expf", x);
-      return f16 ? fmt::format("__float2half({})", s) : s;
-    }
-    fail("CUDA codegen: kernel {}: intrinsic '{}' is not supported in device code", k_.name, n);
+    const auto& table = cuda_intrinsic_table();
+    auto it = table.find(c->name);
+    if (it == table.end())
+      fail("CUDA codegen: kernel {}: intrinsic '{}' is not supported in device code", k_.name, c->name);
+    CudaCall cc{c, t.element_of(), {}, opts_.fast_math, k_.name, [this](DataType d) { return type(d); }};
+    for (const Expr& a : c->args) cc.args.push_back(expr(a, lane));
+    return it->second(cc);
   }
 
   std::string expr(const Expr& e, int lane) {
@@ -433,9 +396,12 @@ class KernelPrinter {
       case StmtKind::Evaluate: {
         const Expr& v = s.as<EvaluateNode>()->value;
         if (te::as_const_int(v)) return;
-        if (auto* c = v.as<te::CallNode>(); c && c->name == "loom.sync_threads") {
-          line() << "__syncthreads();\n";
-          return;
+        if (auto* c = v.as<te::CallNode>()) {
+          const te::IntrinsicInfo* info = te::find_intrinsic(c->name);
+          if (info && !info->pure) {  // a call made for its effect
+            line() << expr(v, -1) << ";\n";
+            return;
+          }
         }
         line() << fmt::format("(void)({});\n", expr(v, -1));
         return;

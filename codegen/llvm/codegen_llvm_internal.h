@@ -52,6 +52,12 @@ class CodeGenLLVM {
   }
 
   void add_function(const lowering::LoweredFunc& f);
+  /// Names of the intrinsics intrinsic_table() lowers.
+  static std::vector<std::string> lowered_intrinsic_names() {
+    std::vector<std::string> names;
+    for (const auto& [name, lowering] : intrinsic_table()) names.push_back(name);
+    return names;
+  }
 
  private:
   /// Per-LLVM-function emission state. Outlined parallel bodies have a parent from which
@@ -178,6 +184,14 @@ class CodeGenLLVM {
   static const std::unordered_map<std::string, IntrinsicLowering>& intrinsic_table();
   llvm::Value* emit_dltensor_field(llvm::Value* h, std::initializer_list<unsigned> path, llvm::Type* ty);
   llvm::Value* emit_libm(const std::string& base, DataType t, llvm::Value* x);
+  /// te::intrin::kDotU8S8S32, with the best instructions the target's features allow.
+  llvm::Value* emit_dot_u8s8s32(const te::CallNode* op);
+  /// True if the target machine has CPU feature `feature` ("avx512vnni").
+  bool has_feature(const char* feature) const;
+  /// Elements [begin, begin + n) of vector `v`.
+  llvm::Value* subvector(llvm::Value* v, int begin, int n);
+  /// The vectors `parts` (of equal length) one after another.
+  llvm::Value* concat(std::vector<llvm::Value*> parts);
   llvm::Value* emit_load(const te::LoadNode* op);
   /// `cond ? then() : otherwise()` with only the taken side executed: a branch to two blocks
   /// named `name`.then / .else, joined by a PHI.

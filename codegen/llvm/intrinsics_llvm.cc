@@ -3,8 +3,13 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/Target/TargetMachine.h>
 
 #include "codegen_llvm_internal.h"
+#include "loom/codegen/intrinsics.h"
+#include "loom/te/intrinsics.h"
 
 namespace loom::codegen {
 
@@ -40,6 +45,103 @@ llvm::Value* CodeGenLLVM::emit_libm(const std::string& base, DataType t, llvm::V
   for (int i = 0; i < t.lanes(); ++i)
     out = b_.CreateInsertElement(out, one(b_.CreateExtractElement(x, uint64_t(i))), uint64_t(i));
   return out;
+}
+
+bool CodeGenLLVM::has_feature(const char* feature) const {
+  return tm_->getMCSubtargetInfo()->checkFeatures(std::string("+") + feature);
+}
+
+llvm::Value* CodeGenLLVM::subvector(llvm::Value* v, int begin, int n) {
+  std::vector<int> mask(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) mask[size_t(i)] = begin + i;
+  return b_.CreateShuffleVector(v, mask);
+}
+
+llvm::Value* CodeGenLLVM::concat(std::vector<llvm::Value*> parts) {
+  while (parts.size() > 1) {
+    std::vector<llvm::Value*> next;
+    for (size_t i = 0; i + 1 < parts.size(); i += 2) {
+      int na = int(llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements());
+      int nb = int(llvm::cast<llvm::FixedVectorType>(parts[i + 1]->getType())->getNumElements());
+      LOOM_ICHECK(na == nb);
+      std::vector<int> mask(static_cast<size_t>(na + nb));
+      for (int j = 0; j < na + nb; ++j) mask[size_t(j)] = j;
+      next.push_back(b_.CreateShuffleVector(parts[i], parts[i + 1], mask));
+    }
+    if (parts.size() % 2) next.push_back(parts.back());
+    parts = std::move(next);
+  }
+  return parts[0];
+}
+
+// acc[l] + Σ_{j<4} a[4l+j]·b[4l+j], a unsigned and b signed bytes, exactly. With AVX-512 VNNI
+// (or AVX-VNNI) one vpdpbusd per vector. Without, vpmaddubsw would saturate its int16 pair
+// sums (255·127·2 > 32767), so a is split into its low 7 bits and its top bit: the two
+// vpmaddubsw on them cannot saturate (127·128·2 and 1·128·2 fit), and vpmaddwd by 1 and by
+// 128 widens and adds their pairs into int32. Without AVX2, plain widening IR.
+llvm::Value* CodeGenLLVM::emit_dot_u8s8s32(const te::CallNode* op) {
+  const DataType t = op->dtype;
+  const int lanes = t.lanes();
+  const DataType ta = op->args[1].dtype(), tb = op->args[2].dtype();
+  LOOM_CHECK(t.element_of() == DataType::Int(32) && op->args[0].dtype() == t && ta == DataType::UInt(8, 4 * lanes) &&
+                 tb == DataType::Int(8, 4 * lanes),
+             "codegen: {} takes (int32xL, uint8x4L, int8x4L) and returns int32xL; got ({}, {}, {}) -> {} in function "
+             "'{}'",
+             op->name, op->args[0].dtype().str(), ta.str(), tb.str(), t.str(), func_name_);
+  llvm::Value* acc = emit(op->args[0]);
+  llvm::Value* a = emit(op->args[1]);
+  llvm::Value* b = emit(op->args[2]);
+  if (lanes == 1) {  // scalars: one 32-bit group
+    acc = b_.CreateVectorSplat(1, acc);
+  }
+  const bool avx512 = has_feature("avx512f");
+  enum class Path { kVnni512, kVnni256, kSplit512, kSplit256, kGeneric } path = Path::kGeneric;
+  if (has_feature("avx512vnni") && avx512 && lanes % 16 == 0) path = Path::kVnni512;
+  else if (((has_feature("avx512vnni") && has_feature("avx512vl")) || has_feature("avxvnni")) && lanes % 8 == 0)
+    path = Path::kVnni256;
+  else if (has_feature("avx512bw") && lanes % 16 == 0) path = Path::kSplit512;
+  else if (has_feature("avx2") && lanes % 8 == 0) path = Path::kSplit256;
+
+  llvm::Value* result = nullptr;
+  if (path == Path::kGeneric) {
+    auto* wide = llvm::FixedVectorType::get(i32_, unsigned(4 * lanes));
+    llvm::Value* p = b_.CreateMul(b_.CreateZExt(a, wide), b_.CreateSExt(b, wide));
+    result = acc;
+    for (int j = 0; j < 4; ++j) {
+      std::vector<int> mask(static_cast<size_t>(lanes));
+      for (int l = 0; l < lanes; ++l) mask[size_t(l)] = 4 * l + j;
+      result = b_.CreateAdd(result, b_.CreateShuffleVector(p, mask));
+    }
+  } else {
+    const int chunk = path == Path::kVnni512 || path == Path::kSplit512 ? 16 : 8;
+    std::vector<llvm::Value*> parts;
+    for (int c = 0; c < lanes; c += chunk) {
+      llvm::Value* acc_c = lanes == chunk ? acc : subvector(acc, c, chunk);
+      llvm::Value* a_c = lanes == chunk ? a : subvector(a, 4 * c, 4 * chunk);
+      llvm::Value* b_c = lanes == chunk ? b : subvector(b, 4 * c, 4 * chunk);
+      auto* words = llvm::FixedVectorType::get(i32_, unsigned(chunk));
+      if (path == Path::kVnni512 || path == Path::kVnni256) {
+        auto id = path == Path::kVnni512 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512 : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+        parts.push_back(b_.CreateIntrinsic(id, {}, {acc_c, b_.CreateBitCast(a_c, words), b_.CreateBitCast(b_c, words)}));
+        continue;
+      }
+      const bool w512 = path == Path::kSplit512;
+      auto maddubs = w512 ? llvm::Intrinsic::x86_avx512_pmaddubs_w_512 : llvm::Intrinsic::x86_avx2_pmadd_ub_sw;
+      auto maddwd = w512 ? llvm::Intrinsic::x86_avx512_pmaddw_d_512 : llvm::Intrinsic::x86_avx2_pmadd_wd;
+      auto* bytes = llvm::FixedVectorType::get(i8_, unsigned(4 * chunk));
+      auto* halves = llvm::FixedVectorType::get(i16_, unsigned(2 * chunk));
+      llvm::Value* a_lo = b_.CreateAnd(a_c, llvm::ConstantInt::get(bytes, 0x7f));
+      llvm::Value* a_hi = b_.CreateLShr(a_c, llvm::ConstantInt::get(bytes, 7));
+      llvm::Value* p_lo = b_.CreateIntrinsic(maddubs, {}, {a_lo, b_c});
+      llvm::Value* p_hi = b_.CreateIntrinsic(maddubs, {}, {a_hi, b_c});
+      llvm::Value* s_lo = b_.CreateIntrinsic(maddwd, {}, {p_lo, llvm::ConstantInt::get(halves, 1)});
+      llvm::Value* s_hi = b_.CreateIntrinsic(maddwd, {}, {p_hi, llvm::ConstantInt::get(halves, 128)});
+      parts.push_back(b_.CreateAdd(acc_c, b_.CreateAdd(s_lo, s_hi)));
+    }
+    result = concat(std::move(parts));
+  }
+  if (lanes == 1) result = b_.CreateExtractElement(result, uint64_t(0));
+  return result;
 }
 
 const std::unordered_map<std::string, CodeGenLLVM::IntrinsicLowering>& CodeGenLLVM::intrinsic_table() {
@@ -116,6 +218,16 @@ const std::unordered_map<std::string, CodeGenLLVM::IntrinsicLowering>& CodeGenLL
     t["reinterpret"] = {1, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
                           return cg.b_.CreateBitCast(cg.emit(op->args[0]), cg.llvm_type(op->dtype));
                         }};
+    t[te::intrin::kAddressOf] = {1, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
+                                   const auto* load = op->args[0].as<te::LoadNode>();
+                                   LOOM_CHECK(load && load->index.dtype().is_scalar(),
+                                              "codegen: {} takes one scalar load, got {} in function '{}'", op->name,
+                                              te::to_string(op->args[0]), cg.func_name_);
+                                   llvm::Value* base = cg.buffer_ptr(load->buffer_var);
+                                   llvm::Value* i = cg.emit_as(load->index, DataType::Int(64));
+                                   return cg.b_.CreateInBoundsGEP(cg.mem_type(load->dtype.element_of()), base, i);
+                                 }};
+    t[te::intrin::kDotU8S8S32] = {3, [](CodeGenLLVM& cg, const te::CallNode* op) { return cg.emit_dot_u8s8s32(op); }};
 
     // ---- packed-API intrinsics on DLTensor handles
     auto handle = [](CodeGenLLVM& cg, const te::CallNode* op) {
@@ -180,5 +292,11 @@ const std::unordered_map<std::string, CodeGenLLVM::IntrinsicLowering>& CodeGenLL
   }();
   return table;
 }
+
+}  // namespace loom::codegen
+
+namespace loom::codegen {
+
+std::vector<std::string> llvm_lowered_intrinsics() { return CodeGenLLVM::lowered_intrinsic_names(); }
 
 }  // namespace loom::codegen

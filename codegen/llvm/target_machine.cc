@@ -17,6 +17,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "loom/codegen/intrinsics.h"
 #include "loom/runtime/error.h"
 
 namespace loom::codegen {
@@ -170,6 +171,15 @@ llvm::TargetMachine* get_target_machine(const Target& target) {
   if (it != cache.end()) return it->second.get();
   auto tm = create_target_machine(target);
   return cache.emplace(key, std::move(tm)).first->second.get();
+}
+
+}  // namespace loom::codegen
+
+namespace loom::codegen {
+
+bool target_has_feature(const Target& target, const std::string& feature) {
+  LOOM_CHECK(target.is_cpu(), "target_has_feature: \"{}\" is not an llvm target", target.str());
+  return get_target_machine(target)->getMCSubtargetInfo()->checkFeatures("+" + feature);
 }
 
 }  // namespace loom::codegen

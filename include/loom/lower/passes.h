@@ -28,12 +28,25 @@ void check_reads_in_bounds(const schedule::Schedule& s, const std::string& func)
 Stmt inject_access_checks(const Stmt& s);
 /// Substitutes compute_inline stages into their consumers (changes the schedule's ops).
 void inline_stages(schedule::Schedule& s);
+/// Throws loom::Error naming the stage and the call when a compute calls an intrinsic that
+/// te/intrinsics.h does not declare, or with the wrong arity or types.
+void check_stage_intrinsics(const schedule::Schedule& s, const std::string& func);
+/// Throws loom::Error naming the call when `f` calls an undeclared or ill-typed intrinsic,
+/// or one that the code generator of `target` does not lower (the CUDA code generator for
+/// the kernels of a cuda target, LLVM otherwise).
+void check_intrinsics(const LoweredFunc& f, const Target& target);
 
 // ---- passes on the loop IR
 Stmt simplify(const Stmt& s);
 /// Multi-dimensional ProducerStore/Load/Realize → flat Store/Load/Allocate over buffers;
 /// `args` binds the tensors that are function arguments.
 Stmt storage_flatten(const Stmt& s, const std::vector<BufferArg>& args);
+/// Replaces the loop nest under each tensorized axis of `sch` (Stage::tensorize, marked by
+/// schedule_ops with attr::kTensorize) by its tensor intrinsic's implementation, after
+/// checking that the nest computes what the intrinsic declares (loom::Error naming the
+/// stage, the axis and what differs). Tiles that a bounds guard cuts short keep their loops.
+/// Runs on flat buffers (after storage_flatten).
+Stmt tensorize(const Stmt& s, const schedule::Schedule& sch);
 /// Splits loops whose body has a boundary condition into a main part without it and
 /// edge parts with it.
 Stmt loop_partition(const Stmt& s);

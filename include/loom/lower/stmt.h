@@ -65,6 +65,9 @@ inline constexpr const char* kRealizeScope = "realize_scope";
 inline constexpr const char* kPragmaPrefix = "pragma_";          // pragma_unroll_explicit, …
 inline constexpr const char* kDoubleBuffer = "double_buffer_scope";
 inline constexpr const char* kComputeScope = "compute_scope";    // body of one stage
+/// Around the loop of an axis a stage tensorizes (node: that IterVar): value 0 on the loops
+/// that compute, 1 on the loops that initialize a reduction. lower/tensorize.cc replaces it.
+inline constexpr const char* kTensorize = "tensorize_scope";
 }  // namespace attr
 
 /// Annotates its body with (node, key, value). `node` names what it is about: an IterVar

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "loom/te/tensor.h"
+#include "loom/te/tensor_intrin.h"
 
 namespace loom::schedule {
 
@@ -41,12 +42,13 @@ enum class AttachType : uint8_t {
   kScope,    // computed inside a loop of another stage (compute_at)
 };
 
-enum class IterAnnotation : uint8_t { kNone, kVectorize, kUnroll, kParallel, kThreadBind };
+enum class IterAnnotation : uint8_t { kNone, kVectorize, kUnroll, kParallel, kThreadBind, kTensorize };
 
 /// Per-iteration-variable annotations.
 struct IterVarAttr {
   IterAnnotation annotation = IterAnnotation::kNone;
   IterVar bind_thread;                     // for kThreadBind
+  te::TensorIntrin tensor_intrin;          // for kTensorize
   std::map<std::string, Expr> pragmas;     // pragma_unroll_explicit, …
 };
 
@@ -81,6 +83,13 @@ class Stage {
   void parallel(const IterVar& iv);
   void bind(const IterVar& iv, const IterVar& thread);
   void pragma(const IterVar& iv, const std::string& key, Expr value = Expr(1));
+  /// Replaces the loops under `axis` (it and every leaf after it) by the tensor intrinsic
+  /// `intrin`. Lowering checks that those loops compute exactly what `intrin` declares
+  /// (the same loop extents in the order: its spatial axes, then its reduce axes; the same
+  /// expression, up to which buffers are read and at which offsets and strides) and throws
+  /// loom::Error naming the part that differs. Tiles cut short by a split that does not
+  /// divide run the loops as they are. One tensorized axis per stage.
+  void tensorize(const IterVar& axis, const te::TensorIntrin& intrin);
   /// Computes this stage inside loop `scope` of `parent`, covering what its consumers read
   /// per iteration of it. Every consumer must run inside that loop (be `parent`, or be
   /// computed at `scope` or a loop inside it); lowering checks this.

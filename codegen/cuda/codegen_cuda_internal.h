@@ -1,0 +1,30 @@
+// What the CUDA C code generator's intrinsic lowering table (intrinsics_cuda.cc) sees of
+// the kernel printer (codegen_cuda.cc).
+#pragma once
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "loom/te/expr.h"
+
+namespace loom::codegen {
+
+/// One call being printed, for one lane of its result.
+struct CudaCall {
+  const te::CallNode* call;
+  DataType type;                  // the result's element type
+  std::vector<std::string> args;  // the arguments, printed for this lane
+  bool fast_math;                 // the fast approximate math functions may be used
+  std::string kernel;             // for messages
+  /// The C type of an element type ("float", "__half", …).
+  std::function<std::string(DataType)> c_type;
+};
+
+/// Prints a call as a C expression.
+using CudaIntrinsicLowering = std::function<std::string(const CudaCall&)>;
+
+/// Every intrinsic the CUDA code generator lowers, by name.
+const std::unordered_map<std::string, CudaIntrinsicLowering>& cuda_intrinsic_table();
+
+}  // namespace loom::codegen
