@@ -23,8 +23,11 @@ struct MeasureOptions {
   int n_parallel = 0;
   /// Compares outputs with a reference result (see Measurer); a mismatch is kWrongAnswer.
   bool check_correctness = true;
+  /// Tolerance of float outputs; integer and bool outputs must match exactly.
   double rtol = 1e-3, atol = 1e-3;
-  /// Seed of the random input data.
+  /// Seed of the random input data: floats in [-1, 1]; 8-bit integers over their whole
+  /// range (so int8 kernels meet the products that would saturate an int16 sum); wider
+  /// integers in [-4, 4] (unsigned: [0, 7]), which keeps index-like inputs small.
   uint64_t seed = 1;
   /// Address-space limit of a worker in bytes; 0: half the machine's memory, at most 8 GiB.
   int64_t worker_memory_bytes = 0;
