@@ -79,8 +79,8 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
   SplitOptions toc;
   toc.max_factor = 4;
   const int64_t oc = cfg.split("tile_oc", KB, toc).back();
-  const int64_t oh = cfg.split("tile_oh", OH, tmpl::tile_options(OH, 2)).back();
-  const int64_t ow = cfg.split("tile_ow", OW, tmpl::tile_options(OW, int8::kMaxAccumulators)).back();
+  const int64_t oh = cfg.split("tile_oh", OH, int8::tile_options(OH, 2)).back();
+  const int64_t ow = cfg.split("tile_ow", OW, int8::tile_options(OW, int8::kMaxAccumulators)).back();
   std::vector<int64_t> order = cfg.reorder("reduce_order", tmpl::permutations(3));
   cfg.annotate("unroll_rc", {"unroll", "none"});
   const int64_t rows_outer = cfg.choice("rows_outer", {0, 1});

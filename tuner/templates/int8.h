@@ -40,6 +40,13 @@ struct Requant {
 /// among `attrs` or the requantization ones; returns the requantization.
 Requant check_workload(const records::Workload& w, const std::vector<std::string>& names,
                        const std::vector<std::string>& attrs = {});
+/// tmpl::row_split_options / block_split_options without the candidates whose innermost
+/// part leaves a tail (unless every one does): a partial register tile's rows or column
+/// blocks are not unrolled, and its accumulators then live in memory.
+SplitOptions row_options(int64_t extent);
+SplitOptions block_options(int64_t extent);
+/// tmpl::tile_options likewise: the divisors of `extent` up to `max`.
+SplitOptions tile_options(int64_t extent, int64_t max);
 /// The requantization of an int32 value (the accumulator plus the bias).
 te::Expr requantize(const Requant& q, const te::Expr& acc);
 /// The most int32x16 accumulators a register tile may hold: 28 of AVX-512's 32 vector

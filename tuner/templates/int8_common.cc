@@ -76,6 +76,26 @@ Requant check_workload(const records::Workload& w, const std::vector<std::string
   return q;
 }
 
+namespace {
+
+SplitOptions without_tails(SplitOptions o, int64_t extent) {
+  std::vector<std::vector<int64_t>> whole;
+  for (const auto& c : o.candidates)
+    if (extent % c.back() == 0) whole.push_back(c);
+  if (!whole.empty()) o.candidates = std::move(whole);
+  return o;
+}
+
+}  // namespace
+
+SplitOptions row_options(int64_t extent) { return without_tails(tmpl::row_split_options(extent), extent); }
+
+SplitOptions tile_options(int64_t extent, int64_t max) { return without_tails(tmpl::tile_options(extent, max), extent); }
+
+SplitOptions block_options(int64_t extent) {
+  return without_tails(tmpl::block_split_options(extent), tmpl::ceil_div(extent, kLanes) * kLanes);
+}
+
 te::Expr requantize(const Requant& q, const te::Expr& acc) {
   const DataType i64 = DataType::Int(64);
   te::Expr v = te::cast(i64, acc) * te::make_const(i64, q.multiplier) + te::make_const(i64, int64_t(1) << (q.shift - 1));

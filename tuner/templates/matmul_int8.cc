@@ -14,7 +14,8 @@
 // split by tile_k with the inner part unrolled (unroll_k); each step is one dot product per
 // accumulator vector, with one broadcast of 4 A bytes per row and one 64-byte load of B per
 // column block. The epilogue (the copy out, or the requantization) runs on the tile.
-// Columns beyond a multiple of 16 and a k remainder below 4 run as plain loops.
+// Register tiles divide M and N where they can (int8::row_options); columns beyond a
+// multiple of 16 and a k remainder below 4 run as plain loops.
 #include <loom/te/tensor_intrinsics.h>
 
 #include "int8.h"
@@ -54,8 +55,8 @@ schedule::Schedule schedule_matmul_int8(ConfigContext& cfg, const std::vector<Te
   const int64_t K = *te::as_const_int(args[0].shape()[1]);
   const int64_t L = int8::kLanes;
 
-  cfg.split("tile_y", M, tmpl::row_split_options(M));
-  cfg.split("tile_x", N, tmpl::block_split_options(N));
+  cfg.split("tile_y", M, int8::row_options(M));
+  cfg.split("tile_x", N, int8::block_options(N));
   SplitOptions tk;
   tk.max_factor = 8;
   cfg.split("tile_k", tmpl::ceil_div(K, int8::kDepth), tk);
@@ -108,8 +109,8 @@ Template matmul_int8_template() {
   t.schedule = schedule_matmul_int8;
   t.default_config = [](const ConfigSpace& sp) {
     tmpl::Preferences p;
-    p.values["tile_y"] = {-1, 4, 6};
-    p.values["tile_x"] = {-1, 2, 64};
+    p.values["tile_y"] = {-1, 4, 8};
+    p.values["tile_x"] = {-1, 2, 32};
     p.values["tile_k"] = {-1, 4};
     p.labels["unroll_k"] = "unroll";
     return tmpl::closest_config(sp, p);
