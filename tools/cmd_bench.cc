@@ -57,8 +57,14 @@ double time_it(const std::function<void()>& f, int repeat, double min_ms) {
 }
 
 /// Throws loom::Error naming the first element where `got` and `want` differ by more than
-/// a tolerance relative to the output's magnitude.
+/// a tolerance relative to the output's magnitude (integer outputs: where they differ).
 void check_close(const std::string& what, const NDArray& got, const std::string& ref_name, const NDArray& want) {
+  if (!want.dtype().is_float()) {
+    for (int64_t i = 0; i < want.numel(); ++i)
+      if (got.get(i) != want.get(i))
+        fail("{}: output element {} is {} but {} computes {}", what, i, got.get(i), ref_name, want.get(i));
+    return;
+  }
   const size_t n = want.nbytes() / sizeof(float);
   const float* g = got.data<float>();
   const float* w = want.data<float>();
@@ -104,8 +110,15 @@ int run(const Args& a) {
       continue;
     }
     NDArray arr = NDArray::empty(shape_of(t), t.dtype());
-    float* p = arr.data<float>();
-    for (size_t i = 0; i < arr.nbytes() / sizeof(float); ++i) p[i] = dist(rng);
+    if (t.dtype() == DataType::Float(32)) {
+      float* p = arr.data<float>();
+      for (size_t i = 0; i < arr.nbytes() / sizeof(float); ++i) p[i] = dist(rng);
+    } else {
+      // Integers over the whole 8-bit range (int8 templates), else small.
+      const DataType dt = t.dtype();
+      const bool byte = dt.bits() == 8;
+      arr.fill_random(1 + inputs.size(), dt.is_uint() ? 0 : byte ? -128 : -1000, dt.is_uint() ? (byte ? 255 : 1000) : byte ? 127 : 1000);
+    }
     inputs.push_back(arr);
   }
   auto new_output = [&] { return NDArray::empty(shape_of(out_tensor), out_tensor.dtype()); };
@@ -153,15 +166,30 @@ int run(const Args& a) {
     if (!a.has("--name") && names.size() == 1) fname = names[0];
     add_module("deployed", "deployed " + so, lib, fname, -1, so);
   }
+  std::function<void()> peer_compute;  // what is timed of a peer with layouts of its own
   std::string why_no_peer;
   std::optional<Peer> peer = a.has("--no-peer") ? std::nullopt : find_peer(task.workload(), &why_no_peer);
   if (a.has("--no-peer")) why_no_peer = "--no-peer";
   if (peer) {
     Contender c{"peer", peer->name, nullptr, new_output(), NAN, -1, ""};
     NDArray out = c.out;
-    auto f = peer->run;
-    c.run = [f, &inputs, out] { f(inputs, out); };
-    cs.push_back(std::move(c));
+    if (peer->compute) {
+      // A peer in layouts of its own: its conversions run once, outside the timing.
+      peer->prepare(inputs);
+      auto compute = peer->compute;
+      auto finish = peer->finish;
+      c.run = [compute, finish, out] {
+        compute();
+        finish(out);
+      };
+      c.label += " (own layouts)";
+      cs.push_back(std::move(c));
+      peer_compute = compute;
+    } else {
+      auto f = peer->run;
+      c.run = [f, &inputs, out] { f(inputs, out); };
+      cs.push_back(std::move(c));
+    }
   }
 
   // Correctness first: every contender against the peer, or against the default schedule.
@@ -171,7 +199,7 @@ int run(const Args& a) {
     if (&c != &ref) check_close(c.label, c.out, ref.label, ref.out);
   }
 
-  for (Contender& c : cs) c.seconds = time_it(c.run, repeat, min_ms);
+  for (Contender& c : cs) c.seconds = time_it(c.role == "peer" && peer_compute ? peer_compute : c.run, repeat, min_ms);
 
   const double flop = task.flop();
   auto find = [&](const std::string& role) -> const Contender* {
@@ -265,9 +293,11 @@ Command bench_command() {
       "of the space (`loom show --config N` prints it); with --log, the best record (compiled\n"
       "now); with --so, a library written by `loom build` (loaded with\n"
       "runtime::Module::load); and the peer library of this build (OpenBLAS sgemm for matmul,\n"
-      "batch_matmul and dense_bias_relu, oneDNN for the convolutions; n/a otherwise). Every\n"
-      "output is first checked against the peer's (or the default schedule's); a mismatch is an\n"
-      "error. Reports the median GFLOP/s of each and their ratios; --json prints one JSON\n"
+      "batch_matmul and dense_bias_relu, oneDNN for the convolutions, oneDNN's u8s8s32 matmul\n"
+      "and convolution for matmul_int8 and conv2d_nchwc_int8, timed in the layouts it picks,\n"
+      "its conversions untimed; n/a otherwise). Every output is first checked against the\n"
+      "peer's (or the default schedule's); a mismatch is an error (integer outputs must be\n"
+      "equal). Reports the median GFLOP/s of each and their ratios; --json prints one JSON\n"
       "object with keys workload, target, threads, repeat, flop, default, config, tuned, deployed, peer\n"
       "(null when absent) and speedup.\n\n"
       "example:\n"

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 
 #include "loom/runtime/error.h"
 
@@ -25,7 +27,7 @@ int64_t attr(const records::Workload& w, const std::string& key, int64_t def) {
 
 #ifdef LOOM_CLI_HAVE_OPENBLAS
 Peer gemm_peer(const records::Workload& w) {
-  Peer p{"OpenBLAS cblas_sgemm", "openblas", nullptr};
+  Peer p{"OpenBLAS cblas_sgemm", "openblas", nullptr, nullptr, nullptr, nullptr};
   const std::vector<int64_t> s = w.shape;
   if (w.op == "matmul") {
     const int M = int(s[0]), N = int(s[1]), K = int(s[2]);
@@ -111,7 +113,8 @@ Peer dnnl_conv_peer(const records::Workload& w) {
   if (st->src_md != st->src_user) st->src_reorder = reorder(st->src_u, st->src);
   if (st->dst_md != st->dst_user) st->dst_reorder = reorder(st->dst, st->dst_u);
 
-  Peer p{depthwise ? "oneDNN convolution (groups = channels)" : "oneDNN convolution", "onednn", nullptr};
+  Peer p{depthwise ? "oneDNN convolution (groups = channels)" : "oneDNN convolution", "onednn", nullptr, nullptr, nullptr,
+         nullptr};
   p.run = [st](const std::vector<runtime::NDArray>& in, const runtime::NDArray& out) {
     if (st->wei_src != in[1].data<float>()) {
       memory wei_u(st->wei_user, st->eng, in[1].data<float>());
@@ -127,6 +130,142 @@ Peer dnnl_conv_peer(const records::Workload& w) {
   };
   return p;
 }
+
+/// Makes `run` from a peer's prepare/compute/finish.
+void combine(Peer& p) {
+  auto prepare = p.prepare;
+  auto compute = p.compute;
+  auto finish = p.finish;
+  p.run = [=](const std::vector<runtime::NDArray>& in, const runtime::NDArray& out) {
+    prepare(in);
+    compute();
+    finish(out);
+  };
+}
+
+/// oneDNN's int8 matmul, u8 × s8 → s32 (matmul_int8 without requantization): src row-major
+/// [M, K] as loom takes it, weights reordered once into the layout the primitive picks (from
+/// loom's packed [N/16, K/4, 16, 4] array, unpacked), dst row-major like loom's, in a buffer of
+/// its own that `finish` copies out.
+Peer dnnl_matmul_int8_peer(const records::Workload& w) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  using dt = memory::data_type;
+  const int64_t M = w.shape[0], N = w.shape[1], K = w.shape[2];
+  struct State {
+    engine eng{engine::kind::cpu, 0};
+    stream strm{eng};
+    matmul mm;
+    memory src, wei, dst;
+    const void* wei_src = nullptr;
+  };
+  auto st = std::make_shared<State>();
+  memory::desc src_md({M, K}, dt::u8, tag::ab), dst_md({M, N}, dt::s32, tag::ab), wei_any({K, N}, dt::s8, tag::any);
+#if DNNL_VERSION_MAJOR >= 3
+  matmul::primitive_desc pd(st->eng, src_md, wei_any, dst_md);
+#else
+  matmul::primitive_desc pd(matmul::desc(src_md, wei_any, dst_md), st->eng);
+#endif
+  st->mm = matmul(pd);
+  st->wei = memory(pd.weights_desc(), st->eng);
+  st->src = memory(src_md, st->eng, nullptr);
+  st->dst = memory(dst_md, st->eng);
+  Peer p{"oneDNN matmul u8s8s32", "onednn", nullptr, nullptr, nullptr, nullptr};
+  const int64_t KB = (K + 3) / 4;
+  p.prepare = [st, N, K, KB](const std::vector<runtime::NDArray>& in) {
+    st->src.set_data_handle(in[0].raw_data());
+    if (st->wei_src == in[1].raw_data()) return;
+    std::vector<int8_t> logical(size_t(K * N));
+    const int8_t* packed = in[1].data<int8_t>();
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n)
+        logical[size_t(k * N + n)] = packed[(((n / 16) * KB + k / 4) * 16 + n % 16) * 4 + k % 4];
+    memory user({{K, N}, dt::s8, tag::ab}, st->eng, logical.data());
+    reorder(user, st->wei).execute(st->strm, user, st->wei);
+    st->strm.wait();
+    st->wei_src = in[1].raw_data();
+  };
+  p.compute = [st] {
+    st->mm.execute(st->strm, {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_WEIGHTS, st->wei}, {DNNL_ARG_DST, st->dst}});
+    st->strm.wait();
+  };
+  p.finish = [st](const runtime::NDArray& out) { std::memcpy(out.raw_data(), st->dst.get_data_handle(), out.nbytes()); };
+  combine(p);
+  return p;
+}
+
+/// oneDNN's int8 convolution, u8 × s8 → s32 (conv2d_nchwc_int8 without requantization), in
+/// the layouts it picks (format_tag::any): loom's nChw16c data reordered into its source
+/// layout by `prepare`, the kernel (OIhw4i16o4i, unpacked to OIHW) reordered once, its
+/// destination reordered into loom's nChw16c int32 by `finish`.
+Peer dnnl_conv_int8_peer(const records::Workload& w) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  using dt = memory::data_type;
+  const auto& s = w.shape;
+  const int64_t N = s[0], C = s[1], H = s[2], W = s[3], K = s[4], R = s[5], S = s[6];
+  const int64_t stride = attr(w, "stride", 1), pad = attr(w, "pad", 0);
+  const int64_t OH = (H + 2 * pad - R) / stride + 1, OW = (W + 2 * pad - S) / stride + 1;
+  struct State {
+    engine eng{engine::kind::cpu, 0};
+    stream strm{eng};
+    convolution_forward conv;
+    memory user_src, user_dst, src, wei, dst;
+    std::optional<reorder> src_in, dst_out;
+    const void* wei_src = nullptr;
+  };
+  auto st = std::make_shared<State>();
+  const memory::dims src_dims{N, C, H, W}, wei_dims{K, C, R, S}, dst_dims{N, K, OH, OW};
+  const memory::dims strides{stride, stride}, padding{pad, pad};
+  memory::desc src_any(src_dims, dt::u8, tag::any), wei_any(wei_dims, dt::s8, tag::any),
+      dst_any(dst_dims, dt::s32, tag::any);
+#if DNNL_VERSION_MAJOR >= 3
+  convolution_forward::primitive_desc pd(st->eng, prop_kind::forward_inference, algorithm::convolution_direct, src_any,
+                                         wei_any, dst_any, strides, padding, padding);
+#else
+  convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src_any, wei_any, dst_any,
+                              strides, padding, padding);
+  convolution_forward::primitive_desc pd(d, st->eng);
+#endif
+  st->conv = convolution_forward(pd);
+  st->user_src = memory({src_dims, dt::u8, tag::nChw16c}, st->eng, nullptr);
+  st->user_dst = memory({dst_dims, dt::s32, tag::nChw16c}, st->eng, nullptr);
+  st->src = memory(pd.src_desc(), st->eng);
+  st->wei = memory(pd.weights_desc(), st->eng);
+  st->dst = memory(pd.dst_desc(), st->eng);
+  st->src_in.emplace(st->user_src, st->src);
+  st->dst_out.emplace(st->dst, st->user_dst);
+  Peer p{"oneDNN convolution u8s8s32", "onednn", nullptr, nullptr, nullptr, nullptr};
+  p.prepare = [st, K, C, R, S](const std::vector<runtime::NDArray>& in) {
+    st->user_src.set_data_handle(in[0].raw_data());
+    st->src_in->execute(st->strm, st->user_src, st->src);
+    if (st->wei_src != in[1].raw_data()) {
+      // loom's [K/16, C/16, R, S, 4, 16, 4]: (k, c, r, s) at [k/16, c/16, r, s, (c%16)/4, k%16, c%4].
+      std::vector<int8_t> oihw(size_t(K * C * R * S));
+      const int8_t* b = in[1].data<int8_t>();
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t rs = 0; rs < R * S; ++rs)
+            oihw[size_t((k * C + c) * R * S + rs)] =
+                b[((((k / 16) * (C / 16) + c / 16) * R * S + rs) * 4 + (c % 16) / 4) * 64 + (k % 16) * 4 + c % 4];
+      memory user({{K, C, R, S}, dt::s8, tag::oihw}, st->eng, oihw.data());
+      reorder(user, st->wei).execute(st->strm, user, st->wei);
+      st->wei_src = in[1].raw_data();
+    }
+    st->strm.wait();
+  };
+  p.compute = [st] {
+    st->conv.execute(st->strm, {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_WEIGHTS, st->wei}, {DNNL_ARG_DST, st->dst}});
+    st->strm.wait();
+  };
+  p.finish = [st](const runtime::NDArray& out) {
+    st->user_dst.set_data_handle(out.raw_data());
+    st->dst_out->execute(st->strm, st->dst, st->user_dst);
+    st->strm.wait();
+  };
+  combine(p);
+  return p;
+}
 #endif
 
 }  // namespace
@@ -136,6 +275,19 @@ std::optional<Peer> find_peer(const records::Workload& w, std::string* why_not) 
     if (why_not) *why_not = std::move(why);
     return std::nullopt;
   };
+  if (w.op == "matmul_int8" || w.op == "conv2d_nchwc_int8") {
+    if (w.attrs.count("out_dtype") && w.attrs.at("out_dtype") != "int32")
+      return none("no peer for a requantized output (oneDNN rounds its scaling in float, loom in integers)");
+#ifdef LOOM_CLI_HAVE_DNNL
+    try {
+      return w.op == "matmul_int8" ? dnnl_matmul_int8_peer(w) : dnnl_conv_int8_peer(w);
+    } catch (const std::exception& e) {
+      return none(fmt::format("oneDNN rejected the {}: {}", w.op, e.what()));
+    }
+#else
+    return none("built without oneDNN");
+#endif
+  }
   if (w.dtype != "float32") return none(fmt::format("no peer for {}", w.dtype));
   if (w.op == "matmul" || w.op == "batch_matmul" || w.op == "dense_bias_relu") {
 #ifdef LOOM_CLI_HAVE_OPENBLAS

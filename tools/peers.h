@@ -1,5 +1,6 @@
 // Peer libraries `loom bench` compares with: OpenBLAS for the GEMM-like templates, oneDNN for
-// convolutions, each optional at build time.
+// convolutions and for the int8 templates (its u8s8s32 matmul and convolution), each optional
+// at build time.
 #pragma once
 #include <functional>
 #include <optional>
@@ -17,6 +18,13 @@ struct Peer {
   std::string name;  // "OpenBLAS cblas_sgemm"
   std::string key;   // "openblas", for JSON
   std::function<void(const std::vector<runtime::NDArray>& inputs, const runtime::NDArray& out)> run;
+  /// Optional, for a peer that works in layouts of its own (oneDNN's int8 primitives):
+  /// `prepare` converts loom's inputs into them, `compute` runs the peer alone on them (what
+  /// a benchmark times), `finish` converts its result into `out`, in loom's layout. `run`
+  /// does all three.
+  std::function<void(const std::vector<runtime::NDArray>& inputs)> prepare;
+  std::function<void()> compute;
+  std::function<void(const runtime::NDArray& out)> finish;
 };
 
 /// The peer for `w` in this build, or none; `why_not` then says why ("no peer for softmax",
