@@ -44,15 +44,17 @@ void verify_gpu(const LoweredFunc& f, const GpuLimits& limits) {
     post_order_visit(k.body, [&](const Stmt& s) {
       const auto* a = s.as<AllocateNode>();
       if (!a) return;
-      LOOM_CHECK(a->scope == "shared" || a->scope == "local",
-                 "verify_gpu: kernel '{}' allocates buffer '{}' in scope '{}' inside the kernel; only 'shared' and "
-                 "'local' can be allocated there",
+      const bool fragments = a->scope.rfind("wmma.", 0) == 0;
+      LOOM_CHECK(a->scope == "shared" || a->scope == "local" || fragments,
+                 "verify_gpu: kernel '{}' allocates buffer '{}' in scope '{}' inside the kernel; only 'shared', "
+                 "'local' and the wmma fragment scopes can be allocated there",
                  k.name, a->buffer_var.name(), a->scope);
-      if (a->scope != "local") return;
+      if (a->scope == "shared") return;
       auto n = te::as_const_int(te::simplify(a->size()));
-      LOOM_CHECK(n.has_value(), "verify_gpu: kernel '{}': local buffer '{}' needs a constant size", k.name,
+      LOOM_CHECK(n.has_value(), "verify_gpu: kernel '{}': {} buffer '{}' needs a constant size", k.name, a->scope,
                  a->buffer_var.name());
-      local += *n * a->dtype.bytes() * a->dtype.lanes();
+      // A fragment's elements are spread over the 32 threads of a warp.
+      local += *n * a->dtype.bytes() * a->dtype.lanes() / (fragments ? 32 : 1);
     });
     LOOM_CHECK(local <= limits.max_local_bytes,
                "verify_gpu: kernel '{}': {} bytes of local arrays per thread exceed the limit max_local_bytes = {} "

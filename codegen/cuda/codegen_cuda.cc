@@ -12,6 +12,7 @@
 
 #include "codegen_cuda_internal.h"
 #include "loom/codegen/cuda.h"
+#include "loom/lower/ir_visitor.h"
 #include "loom/te/intrinsics.h"
 #include "loom/runtime/error.h"
 #include "loom/te/arith.h"
@@ -106,6 +107,10 @@ class KernelPrinter {
       params.push_back(fmt::format("{}* __restrict__ {}", c_type(k_.buffer_dtypes[i], where), declare(v)));
     }
     for (const Var& v : k_.scalar_params) params.push_back(fmt::format("{} {}", c_type(v.dtype(), where), declare(v)));
+    post_order_visit(k_.body, [&](const Stmt& st) {
+      if (const auto* e = st.as<EvaluateNode>())
+        if (const auto* c = e->value.as<te::CallNode>(); c && c->name.rfind("loom.wmma_", 0) == 0) uses_wmma_ = true;
+    });
     indent_ = 1;
     stmt(k_.body);
     std::string head = "extern \"C\" __global__ void ";
@@ -116,6 +121,7 @@ class KernelPrinter {
   }
 
   bool uses_half() const { return uses_half_; }
+  bool uses_wmma() const { return uses_wmma_; }
 
  private:
   // ---- names
@@ -275,6 +281,37 @@ class KernelPrinter {
   }
 
   // ---- statements
+  /// A buffer of scope wmma.matrix_a/matrix_b/accumulator: an array of 16x16x16 fragments,
+  /// one per 256 elements (te/tensor_intrinsics/wmma.cc numbers them).
+  void fragments(const AllocateNode* n, int64_t size, const std::string& scope) {
+    const DataType t = n->dtype.element_of();
+    const int64_t elems = size * n->dtype.lanes();
+    LOOM_CHECK(elems % 256 == 0, "CUDA codegen: kernel {}: fragment buffer '{}' holds {} elements, not a whole number of "
+               "16x16 fragments", k_.name, n->buffer_var.name(), elems);
+    std::string frag;
+    if (scope == "wmma.matrix_a" || scope == "wmma.matrix_b") {
+      LOOM_CHECK(t == DataType::Float(16), "CUDA codegen: kernel {}: {} fragment '{}' must be float16, got {}", k_.name,
+                 scope, n->buffer_var.name(), t.str());
+      frag = fmt::format("nvcuda::wmma::fragment<nvcuda::wmma::{}, 16, 16, 16, half, nvcuda::wmma::row_major>",
+                         scope.substr(5));
+      uses_half_ = true;
+    } else if (scope == "wmma.accumulator") {
+      LOOM_CHECK(t == DataType::Float(32), "CUDA codegen: kernel {}: accumulator fragment '{}' must be float32, got {}",
+                 k_.name, n->buffer_var.name(), t.str());
+      frag = "nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>";
+    } else {
+      fail("CUDA codegen: kernel {}: unknown fragment scope '{}' of buffer '{}' (wmma.matrix_a, wmma.matrix_b or "
+           "wmma.accumulator)",
+           k_.name, scope, n->buffer_var.name());
+    }
+    line() << "{\n";
+    ++indent_;
+    line() << fmt::format("{} {}[{}];\n", frag, declare(n->buffer_var), elems / 256);
+    stmt(n->body);
+    --indent_;
+    line() << "}\n";
+  }
+
   std::ostream& line() {
     for (int i = 0; i < indent_; ++i) out_ << "  ";
     return out_;
@@ -343,6 +380,7 @@ class KernelPrinter {
         auto* n = s.as<AllocateNode>();
         int64_t size = const_extent(n->size(), fmt::format("allocation '{}'", n->buffer_var.name()));
         std::string scope = n->scope.empty() ? "local" : n->scope;
+        if (scope.rfind("wmma.", 0) == 0) return fragments(n, size, scope);
         LOOM_CHECK(scope == "shared" || scope == "local",
                    "CUDA codegen: kernel {}: allocation '{}' in scope '{}' inside a kernel (only shared and local)",
                    k_.name, n->buffer_var.name(), scope);
@@ -350,8 +388,9 @@ class KernelPrinter {
         ++indent_;
         buffer_types_[n->buffer_var.get()] = n->dtype.element_of();
         int64_t elems = std::max<int64_t>(size * n->dtype.lanes(), 1);
-        line() << fmt::format("{}__align__(16) {} {}[{}];\n", scope == "shared" ? "__shared__ " : "",
-                              type(n->dtype), declare(n->buffer_var), elems);
+        // wmma::load/store_matrix_sync need 32-byte aligned tiles.
+        line() << fmt::format("{}__align__({}) {} {}[{}];\n", scope == "shared" ? "__shared__ " : "",
+                              uses_wmma_ ? 32 : 16, type(n->dtype), declare(n->buffer_var), elems);
         stmt(n->body);
         --indent_;
         line() << "}\n";
@@ -420,6 +459,7 @@ class KernelPrinter {
   std::ostringstream out_;
   int indent_ = 0;
   bool uses_half_ = false;
+  bool uses_wmma_ = false;  // the kernel calls loom.wmma_* (set before printing)
 };
 
 }  // namespace
@@ -430,15 +470,16 @@ std::string cuda_kernel_source(const DeviceFunc& k, const CudaCodegenOptions& op
 
 std::string cuda_source(const std::vector<LoweredFunc>& funcs, const CudaCodegenOptions& opts) {
   std::string body;
-  bool half = false;
+  bool half = false, wmma = false;
   for (const auto& f : funcs)
     for (const auto& k : f.device_funcs) {
       KernelPrinter p(k, opts);
       body += '\n';
       body += p.print();
       half = half || p.uses_half();
+      wmma = wmma || p.uses_wmma();
     }
-  return std::string(half ? "#include <cuda_fp16.h>\n" : "") + kPrelude + body;
+  return std::string(half ? "#include <cuda_fp16.h>\n" : "") + (wmma ? "#include <mma.h>\n" : "") + kPrelude + body;
 }
 
 std::string cuda_source(const LoweredFunc& f, const CudaCodegenOptions& opts) {

@@ -100,7 +100,8 @@ std::string compile_to_ptx(const std::string& src, const std::string& arch, bool
   std::vector<std::string> opts = {"--gpu-architecture=compute_" + normalize_arch(arch), "-default-device",
                                    "-std=c++17"};
   if (fast_math) opts.push_back("--use_fast_math");
-  if (src.find("cuda_fp16.h") != std::string::npos && exists("/usr/local/cuda/include/cuda_fp16.h"))
+  if ((src.find("cuda_fp16.h") != std::string::npos || src.find("<mma.h>") != std::string::npos) &&
+      exists("/usr/local/cuda/include/cuda_fp16.h"))
     opts.push_back("-I/usr/local/cuda/include");
   std::vector<const char*> copts;
   for (const auto& o : opts) copts.push_back(o.c_str());

@@ -14,7 +14,7 @@ std::vector<Template> builtin_templates() {
   std::vector<Template> all = {matmul_template(),      batch_matmul_template(),          dense_bias_relu_template(),
                                conv2d_nchw_template(), conv2d_nchwc_template(), depthwise_conv2d_nchw_template(), softmax_template()};
   for (Template& t : cuda_templates()) all.push_back(std::move(t));
-  for (Template& t : int8_templates()) all.push_back(std::move(t));
+  for (Template& t : tensorize_templates()) all.push_back(std::move(t));
   return all;
 }
 

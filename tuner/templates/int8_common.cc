@@ -9,7 +9,9 @@
 
 namespace loom::tuner {
 
-std::vector<Template> int8_templates() { return {matmul_int8_template(), conv2d_nchwc_int8_template()}; }
+std::vector<Template> tensorize_templates() {
+  return {matmul_int8_template(), conv2d_nchwc_int8_template(), matmul_tensorcore_template()};
+}
 
 namespace int8 {
 

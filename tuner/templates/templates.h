@@ -24,10 +24,12 @@ Template depthwise_conv2d_nchw_template();
 Template softmax_template();
 /// The GPU templates (target kind "cuda"): matmul_cuda, conv2d_nchw_cuda, depthwise_conv2d_nchw_cuda.
 std::vector<Template> cuda_templates();
-/// The int8 templates (tensorized with te::dot_u8s8s32): matmul_int8, conv2d_nchwc_int8.
-std::vector<Template> int8_templates();
+/// The tensorized templates: matmul_int8 and conv2d_nchwc_int8 (te::dot_u8s8s32, CPU) and
+/// matmul_tensorcore (WMMA, cuda).
+std::vector<Template> tensorize_templates();
 Template matmul_int8_template();
 Template conv2d_nchwc_int8_template();
+Template matmul_tensorcore_template();
 
 namespace tmpl {
 

@@ -15,4 +15,23 @@ namespace loom::te {
 /// lanes × 4 bytes (the [.., 16, 4] packed layouts); c's lanes consecutive. `lanes` >= 2.
 TensorIntrin dot_u8s8s32(int lanes = 16);
 
+/// Tensor cores (CUDA WMMA) on 16×16×16 tiles, fp16 inputs and fp32 accumulation. The
+/// fragments live in buffers of scope "wmma.matrix_a", "wmma.matrix_b" and
+/// "wmma.accumulator" (a cache_read/cache_write into that scope), which the CUDA code
+/// generator declares as arrays of nvcuda::wmma::fragment, one per 16×16 tile of the
+/// buffer's row-major index space. The loops of a fragment stage must all be tensorized.
+/// A warp runs each of them together: the stages using them must not bind threadIdx.x.
+///
+/// dst[i, j] = src[i, j], a 16×16 fp16 tile of memory (row major, rows a multiple of 16
+/// bytes long) into a matrix_a fragment: wmma::load_matrix_sync.
+TensorIntrin wmma_load_a();
+/// The same into a matrix_b fragment.
+TensorIntrin wmma_load_b();
+/// c[i, j] += Σ_k float32(a[i, k]) · float32(b[k, j]) on fragments (reset: fill with 0):
+/// wmma::mma_sync.
+TensorIntrin wmma_mma();
+/// dst[i, j] = src[i, j] from an accumulator fragment into memory (row major):
+/// wmma::store_matrix_sync.
+TensorIntrin wmma_store();
+
 }  // namespace loom::te
