@@ -141,8 +141,8 @@ struct CastNode : ExprNode {
   CastNode(DataType t, Expr v) : ExprNode(kKind, t), value(std::move(v)) {}
   Expr value;
 };
-/// A call of a pure intrinsic by name: "exp", "log", "sqrt", "tanh", "sigmoid", "fabs",
-/// "floor", "ceil", "round", "trunc", "pow", "erf", "likely", "fma".
+/// A call of an intrinsic by name ("exp", "likely", "loom.address_of", …): every name, its
+/// arity, types and purity are declared in te/intrinsics.h, which lower() checks calls against.
 struct CallNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Call;
   CallNode(DataType t, std::string n, std::vector<Expr> a) : ExprNode(kKind, t), name(std::move(n)), args(std::move(a)) {}
