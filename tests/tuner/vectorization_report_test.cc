@@ -21,6 +21,7 @@ using Kind = VectorReportEntry::Kind;
 struct Workload {
   std::vector<int64_t> shape;
   std::map<std::string, std::string> attrs;
+  std::string dtype = "float32";
 };
 
 /// Per template: a workload whose sizes the default tiles divide, and one they do not.
@@ -35,6 +36,9 @@ const std::map<std::string, std::vector<Workload>> kWorkloads = {
     {"depthwise_conv2d_nchw", {{{1, 32, 112, 112, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
                                {{1, 5, 11, 10, 3, 3}, {{"stride", "2"}, {"pad", "1"}}}}},
     {"softmax", {{{128, 1000}, {}}, {{5, 37}, {}}}},
+    {"matmul_int8", {{{256, 256, 256}, {}, "int8"}, {{13, 40, 18}, {{"out_dtype", "int8"}, {"scale", "0.01"}}, "int8"}}},
+    {"conv2d_nchwc_int8", {{{1, 64, 56, 56, 64, 3, 3}, {{"stride", "1"}, {"pad", "1"}}, "int8"},
+                           {{1, 16, 15, 13, 32, 3, 3}, {{"stride", "2"}, {"pad", "0"}}, "int8"}}},
 };
 
 /// Non-dense accesses a template's default config needs, by (template, stage, buffer, kind),
@@ -49,6 +53,8 @@ const std::vector<Exception> kExceptions = {
      "the layout: packing OIHW weights into blocks of 16 output channels (innermost) reads 16 "
      "weights C*R*S apart; once per call, O(K*C*R*S) of the O(N*K*OH*OW*C*R*S) work"},
     {"conv2d_nchwc", "pad", "data", Kind::kPredicated,
+     "zero padding: the lanes of the border that fall outside the input are masked"},
+    {"conv2d_nchwc_int8", "pad", "data", Kind::kPredicated,
      "zero padding: the lanes of the border that fall outside the input are masked"},
     {"depthwise_conv2d_nchw", "depthwise_conv2d_nchw.local", "data", Kind::kPredicated,
      "zero padding read in place: input rows/columns outside the image are masked lanes"},
@@ -93,7 +99,7 @@ TEST(TemplateVectorization, DefaultConfigsHaveOnlyDenseVectorAccesses) {
     for (const Workload& w : it->second) {
       const std::string what = workload_name(name, w);
       SCOPED_TRACE(what);
-      Task task = Task::create(name, w.shape, Target("llvm"), "float32", w.attrs);
+      Task task = Task::create(name, w.shape, Target("llvm"), w.dtype, w.attrs);
       Instance inst = task.instantiate_default();
       lowering::VectorizationReport r;
       lowering::LowerOptions opts;
@@ -128,7 +134,7 @@ TEST(TemplateVectorization, DefaultConfigsHaveOnlyDenseVectorAccesses) {
           << ") no longer occurs; remove it from kExpectedFailures";
     }
   }
-  EXPECT_GE(checked, 14);
+  EXPECT_GE(checked, 18);
   for (const Exception& x : kExceptions)
     EXPECT_TRUE(used.count(&x)) << x.tmpl << ": the exception " << x.stage << "/" << x.buffer << " ("
                                 << to_string(x.kind) << ") no longer occurs; remove it from kExceptions";
@@ -152,7 +158,7 @@ TEST(TemplateVectorization, DefaultConfigsScalarizeOnlyTheListedOperations) {
     auto it = kWorkloads.find(name);
     ASSERT_NE(it, kWorkloads.end()) << "CPU template '" << name << "' has no workload in kWorkloads";
     for (const Workload& w : it->second) {
-      Task task = Task::create(name, w.shape, Target("llvm"), "float32", w.attrs);
+      Task task = Task::create(name, w.shape, Target("llvm"), w.dtype, w.attrs);
       Instance inst = task.instantiate_default();
       lowering::VectorizationReport r;
       lowering::LowerOptions opts;
