@@ -10,6 +10,7 @@
 #include "loom/lower/ir_mutator.h"
 #include "loom/lower/ir_visitor.h"
 #include "loom/lower/passes.h"
+#include "loom/te/intrinsics.h"
 #include "loom/te/arith.h"
 
 namespace loom::lowering {
@@ -20,7 +21,7 @@ using te::IntSet;
 using te::IntSetMap;
 
 Expr strip_likely(const Expr& e) {
-  if (const auto* c = e.as<te::CallNode>(); c && c->name == "likely" && c->args.size() == 1) return c->args[0];
+  if (const auto* c = e.as<te::CallNode>(); c && c->name == te::intrin::kLikely && c->args.size() == 1) return c->args[0];
   return e;
 }
 
@@ -92,7 +93,7 @@ class ConditionCollector : public IRVisitor {
     IRVisitor::visit_(op);
   }
   void visit_(const te::CallNode* op) override {
-    if (op->name == "likely" && op->args.size() == 1) add(op->args[0]);
+    if (op->name == te::intrin::kLikely && op->args.size() == 1) add(op->args[0]);
     IRVisitor::visit_(op);
   }
 
@@ -168,7 +169,7 @@ class ConditionEliminator : public IRMutator {
   }
 
   Expr mutate_(const te::CallNode* op) override {
-    if (op->name == "likely" && op->args.size() == 1) {
+    if (op->name == te::intrin::kLikely && op->args.size() == 1) {
       Expr c = rewrite(mutate(op->args[0]));
       if (te::is_one(c)) return c;
       if (c.same_as(op->args[0])) return to_expr(op);

@@ -12,6 +12,7 @@
 #include "iter_relations.h"
 #include "loom/lower/ir_mutator.h"
 #include "loom/lower/passes.h"
+#include "loom/te/intrinsics.h"
 #include "loom/te/arith.h"
 #include "loom/te/expr_functor.h"
 
@@ -103,7 +104,7 @@ class NestBuilder {
       add(v < iv->dom.min + iv->dom.extent);
     }
     if (!cond.defined()) return body;
-    return make_stmt<IfThenElseNode>(te::call(DataType::Bool(), "likely", {te::simplify(cond)}), body, Stmt());
+    return make_stmt<IfThenElseNode>(te::call(DataType::Bool(), te::intrin::kLikely, {te::simplify(cond)}), body, Stmt());
   }
 
   Stmt make_update() {

@@ -3,6 +3,7 @@
 
 #include "loom/lower/ir_mutator.h"
 #include "loom/lower/passes.h"
+#include "loom/te/intrinsics.h"
 #include "loom/te/arith.h"
 
 namespace loom::lowering {
@@ -11,7 +12,7 @@ namespace {
 
 /// The condition inside likely(), which only hints the branch's probability.
 Expr strip_likely(const Expr& e) {
-  if (const auto* c = e.as<te::CallNode>(); c && c->name == "likely" && c->args.size() == 1) return c->args[0];
+  if (const auto* c = e.as<te::CallNode>(); c && c->name == te::intrin::kLikely && c->args.size() == 1) return c->args[0];
   return e;
 }
 

@@ -16,6 +16,7 @@
 #include "loom/lower/ir_mutator.h"
 #include "loom/lower/ir_visitor.h"
 #include "loom/lower/passes.h"
+#include "loom/te/intrinsics.h"
 #include "loom/te/expr_functor.h"
 
 namespace loom::lowering {
@@ -98,7 +99,7 @@ class Specializer : public IRMutator {
       Stmt full_tile = mutate(ReplaceMins(chosen).mutate(body));
       Stmt any_tile = mutate(body);
       versioned_.resize(versioned_.size() - chosen.size());
-      body = make_stmt<IfThenElseNode>(te::call(DataType::Bool(), "likely", {cond}), full_tile, any_tile);
+      body = make_stmt<IfThenElseNode>(te::call(DataType::Bool(), te::intrin::kLikely, {cond}), full_tile, any_tile);
     } else {
       body = mutate(body);
     }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "arith_internal.h"
+#include "loom/te/intrinsics.h"
 
 namespace loom::te::arith {
 namespace {
@@ -205,7 +206,7 @@ Bound BoundAnalyzer::visit(const Expr& e) {
     }
     case ExprKind::Call: {
       auto* op = e.as<CallNode>();
-      if (op->name == "likely" && op->args.size() == 1) return visit(op->args[0]);
+      if (op->name == te::intrin::kLikely && op->args.size() == 1) return visit(op->args[0]);
       return type_range(t);
     }
     case ExprKind::Broadcast: return visit(e.as<BroadcastNode>()->value);

@@ -1,5 +1,6 @@
 // Symbolic interval sets: evaluation of an expression over intervals of its variables.
 #include "arith_internal.h"
+#include "loom/te/intrinsics.h"
 
 namespace loom::te {
 namespace {
@@ -91,7 +92,7 @@ class IntervalEvaluator {
       }
       case ExprKind::Call: {
         auto* op = e.as<CallNode>();
-        if (op->name == "likely" && op->args.size() == 1) return eval(op->args[0]);
+        if (op->name == te::intrin::kLikely && op->args.size() == 1) return eval(op->args[0]);
         return opaque(e);
       }
       default:

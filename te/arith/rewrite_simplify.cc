@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "arith_internal.h"
+#include "loom/te/intrinsics.h"
 
 namespace loom::te::arith {
 namespace {
@@ -506,7 +507,7 @@ Expr Simplifier::mutate_(const CastNode* op) { return cast(op->dtype, mutate(op-
 Expr Simplifier::mutate_(const CallNode* op) {
   std::vector<Expr> args;
   bool changed = mutate_array(op->args, &args);
-  if (op->name == "likely" && args.size() == 1 && args[0].as<IntImmNode>()) return args[0];
+  if (op->name == te::intrin::kLikely && args.size() == 1 && args[0].as<IntImmNode>()) return args[0];
   if (auto f = fold_call(op->dtype, op->name, args)) return *f;
   if (!changed) return to_expr(op);
   return make<CallNode>(op->dtype, op->name, std::move(args));
