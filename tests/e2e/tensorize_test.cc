@@ -2,6 +2,7 @@
 // of its lowering (VNNI, the exact AVX-512BW and AVX2 vpmaddubsw/vpmaddwd sequences, plain
 // vector code) and compared exactly with te::evaluate, with and without tails; and the
 // errors of a nest that does not compute what the intrinsic declares.
+#include <loom/codegen/build.h>
 #include <loom/codegen/intrinsics.h>
 #include <loom/te/tensor_intrinsics.h>
 
@@ -63,9 +64,13 @@ std::map<Tensor, runtime::NDArray> int8_inputs(const std::vector<Tensor>& args, 
 
 /// "" if `s` built for `target` computes what te::evaluate does, exactly, on full-range and
 /// on saturating inputs.
-std::string check_exact(const Schedule& s, const std::vector<Tensor>& args, const Target& target) {
+std::string check_exact(const Schedule& s, const std::vector<Tensor>& args, const Target& target,
+                        bool check_accesses = false) {
   try {
-    runtime::Module m = build(s, args, target, "f");
+    lowering::LowerOptions opts;
+    opts.target = target;
+    opts.check_accesses = check_accesses;
+    runtime::Module m = codegen::build(s, args, "f", opts);
     for (bool saturating : {false, true}) {
       auto in = int8_inputs(args, 7, saturating);
       std::vector<Tensor> outs;
@@ -242,6 +247,57 @@ TEST(Tensorize, FullTilesRunOnlyTheIntrinsic) {
   ir = lowering::to_string(lower(dot_schedule(tails, 16), tails.args(), "f"));
   EXPECT_NE(ir.find("k.inner"), std::string::npos) << ir;
   EXPECT_NE(ir.find("loom.dot_u8s8s32"), std::string::npos) << ir;
+}
+
+TEST(Tensorize, WithRunTimeAccessChecks) {
+  // LowerOptions::check_accesses asserts every element access it cannot prove in bounds (here
+  // it proves them all); a tensorized nest drops the assertions of its loops.
+  auto mm = int8_matmul(5, 40, 18);
+  Schedule s = dot_schedule(mm, 16);
+  EXPECT_EQ(check_exact(s, mm.args(), Target("llvm"), true), "");
+  lowering::LowerOptions opts;
+  opts.check_accesses = true;
+  std::string ir = lowering::to_string(lower(s, mm.args(), "f", opts));
+  EXPECT_NE(ir.find("loom.dot_u8s8s32"), std::string::npos) << ir;
+}
+
+/// A user's tensor intrinsic without reduction: 16 floats times 2, its body one vector
+/// multiply of the input region stored to the output region.
+te::TensorIntrin times_two() {
+  Tensor in = te::placeholder({16}, DataType::Float(32), "in");
+  Tensor out = te::compute({16}, [&](Var i) { return in(i) * 2.0f; }, "out");
+  auto body = [](const std::vector<te::BufferRegion>& r, const te::BufferRegion&) -> te::Expr {
+    return te::make<te::MulNode>(DataType::Float(32, 16), r[0].vload(0, 16),
+                                 te::make<te::BroadcastNode>(te::Expr(2.0f), 16));
+  };
+  return te::decl_tensor_intrin("times_two_16", out, {in}, body);
+}
+
+TEST(Tensorize, UserIntrinsicWithABody) {
+  for (int64_t n : {64, 40}) {
+    Tensor A = te::placeholder({3, n}, DataType::Float(32), "A");
+    Tensor C = te::compute({3, n}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "C");
+    Schedule s = create_schedule({C});
+    auto [jo, ji] = s[C].split(s[C].axis(1), 16);
+    s[C].tensorize(ji, times_two());
+    std::string ir = lowering::to_string(lower(s, {A, C}, "f"));
+    EXPECT_NE(ir.find("x16(2f)"), std::string::npos) << ir;
+    EXPECT_MATCHES_REFERENCE(s, (std::vector<Tensor>{A, C})) << ir;
+  }
+  // Times 3 is not what it declares.
+  Tensor A = te::placeholder({3, 32}, DataType::Float(32), "A");
+  Tensor C = te::compute({3, 32}, [&](Var i, Var j) { return A(i, j) * 3.0f; }, "C");
+  Schedule s = create_schedule({C});
+  auto [jo, ji] = s[C].split(s[C].axis(1), 16);
+  s[C].tensorize(ji, times_two());
+  try {
+    lower(s, {A, C}, "f");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("they differ at 3f (stage) against 2f (intrinsic): a different constant"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 std::string lower_error(const Schedule& s, const std::vector<Tensor>& args) {
