@@ -324,12 +324,14 @@ void Cluster::Impl::announce(const Target& target) {
   }
   const std::vector<std::string>& why = mismatch[key];
   std::vector<std::string> reasons;
+  bool any = false;
   for (int r = 0; r < size; ++r) {
     stats[size_t(r)].measures = why[size_t(r)].empty();
     if (r == 0 && !opt.rank0_measures) continue;
-    if (why[size_t(r)].empty()) return;
-    reasons.push_back(fmt::format("rank {}: {}", r, why[size_t(r)]));
+    any = any || why[size_t(r)].empty();
+    if (!why[size_t(r)].empty()) reasons.push_back(fmt::format("rank {}: {}", r, why[size_t(r)]));
   }
+  if (any) return;
   fail("distributed tuning: no rank can measure target \"{}\" ({})", key, fmt::join(reasons, "; "));
 }
 
