@@ -12,6 +12,7 @@ exe="$build/bench/scale"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=(mpirun --oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
 task=(--op conv2d_nchw --shape 1,128,28,28,128,3,3 --attr stride=1 --attr pad=1 --candidates 24 --jobs 1)
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 declare -A rate
 for n in 1 2 4; do
   extra=()
@@ -20,6 +21,7 @@ for n in 1 2 4; do
   echo "$out"
   rate[$n]="$(sed -n 's/.*: \([0-9.]*\) candidates\/min$/\1/p' <<<"$out" | tail -1)"
 done
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 for n in 1 2 4; do
   awk -v n="$n" -v r="${rate[$n]}" -v r1="${rate[1]}" \
     'BEGIN { printf "ranks %d: %.1f candidates/min, %.2fx 1 rank\n", n, r, r / r1 }'
