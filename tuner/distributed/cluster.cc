@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <iostream>
@@ -338,6 +339,7 @@ void Cluster::Impl::announce(const Target& target) {
 std::vector<records::MeasureResult> Cluster::Impl::measure(const Task& task, const MeasureOptions& mo,
                                                            const std::vector<int64_t>& indices) {
   const auto t0 = Clock::now();
+  drain();  // chunks of a batch that an exception abandoned
   announce(task.target());
   const json task_j = protocol::task_json(task), opt_j = protocol::to_json(mo);
   std::vector<records::MeasureResult> results(indices.size());
