@@ -1,4 +1,5 @@
 // `loom tune`: searches an operator's config space, appending every trial to a log.
+#include <cstdlib>
 #include <iostream>
 
 #include "cli.h"
@@ -25,6 +26,10 @@ int run(const Args& a) {
       return 0;
     }
   }
+#else
+  if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE"); n && std::atoi(n) > 1)
+    std::cerr << fmt::format("loom: warning: started by mpirun with {} ranks, but this loom was built without MPI "
+                             "(LOOM_WITH_MPI off): every rank tunes on its own\n", n);
 #endif
   tuner::Task task = task_from(a);
   tuner::TuneOptions opt;
