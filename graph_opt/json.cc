@@ -464,8 +464,6 @@ Graph parse_graph(const json& doc, const std::string& source, const std::string&
         if (pat == te::ops::to_string(p)) grp.pattern = p;
       g.groups.push_back(std::move(grp));
     }
-    std::sort(g.groups.begin(), g.groups.end(),
-              [](const FusedGroup& a, const FusedGroup& b) { return a.nodes.back() < b.nodes.back(); });
     set_group_boundaries(g);
     try {
       verify(g);

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "graph_test_util.h"
+#include "loom/graph_opt/passes.h"
 #include "loom/graph_opt/serialize.h"
 
 namespace loom::graph_opt {
@@ -79,6 +80,35 @@ TEST(GraphJson, RoundTripsBothModelsWithAWeightsFile) {
     EXPECT_LT(fs::file_size(json), 400000u) << "weights belong in the weights file";
     expect_same_graph(load_graph(json), g);
   }
+}
+
+TEST(GraphJson, RoundTripsAFusedGraph) {
+  Graph o = optimize(models::resnet18(test::small_model()));
+  fs::path dir = scratch("fused");
+  std::string json = (dir / "resnet18_fused.json").string();
+  save_graph(o, json);
+  Graph back = load_graph(json);
+  expect_same_graph(back, o);
+  ASSERT_EQ(back.groups.size(), o.groups.size());
+  for (size_t k = 0; k < o.groups.size(); ++k) {
+    EXPECT_EQ(back.groups[k].name, o.groups[k].name);
+    EXPECT_EQ(back.groups[k].nodes, o.groups[k].nodes);
+    EXPECT_EQ(back.groups[k].anchor, o.groups[k].anchor);
+    EXPECT_EQ(back.groups[k].pattern, o.groups[k].pattern);
+    EXPECT_EQ(back.groups[k].inputs, o.groups[k].inputs);
+    EXPECT_EQ(back.groups[k].outputs, o.groups[k].outputs);
+  }
+  // Groups listed out of execution order are refused.
+  Graph swapped = o;
+  std::swap(swapped.groups[0], swapped.groups[1]);
+  set_group_boundaries(swapped);
+  std::string m;
+  try {
+    from_json(to_json(swapped), "swapped.json");
+  } catch (const Error& e) {
+    m = e.what();
+  }
+  EXPECT_NE(m.find("runs after it"), std::string::npos) << m;
 }
 
 TEST(GraphJson, NodesInAnyOrder) {
