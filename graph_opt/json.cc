@@ -18,6 +18,7 @@ namespace loom::graph_opt {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;  // written in a fixed, readable field order
 using te::ops::AttrKind;
 
 namespace {
@@ -37,24 +38,59 @@ std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
 
 // ---------------------------------------------------------------- writing
 
-json type_json(const TensorType& t) {
-  json j = {{"shape", t.shape}, {"dtype", t.dtype.str()}};
+/// JSON text that stays readable at a network's size: a value whose compact form is short,
+/// and any array of scalars (a shape, inline data), on one line; other objects and arrays
+/// one member per line.
+void pretty(std::string& out, const ojson& j, int indent) {
+  bool flat = !j.is_structured() || j.dump().size() <= 96 ||
+              (j.is_array() && std::none_of(j.begin(), j.end(), [](const ojson& e) { return e.is_structured(); }));
+  if (flat) {
+    out += j.dump();
+    return;
+  }
+  out += j.is_object() ? '{' : '[';
+  bool first = true;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!first) out += ',';
+    first = false;
+    out += '\n';
+    out.append(size_t(indent + 1), ' ');
+    if (j.is_object()) {
+      out += ojson(it.key()).dump();
+      out += ": ";
+    }
+    pretty(out, it.value(), indent + 1);
+  }
+  out += '\n';
+  out.append(size_t(indent), ' ');
+  out += j.is_object() ? '}' : ']';
+}
+
+std::string pretty(const ojson& j) {
+  std::string out;
+  pretty(out, j, 0);
+  return out + "\n";
+}
+
+
+ojson type_json(const TensorType& t) {
+  ojson j = {{"shape", t.shape}, {"dtype", t.dtype.str()}};
   if (!t.layout.empty()) j["layout"] = t.layout;
   return j;
 }
 
-json ref_json(const Graph& g, ValueRef v) {
+ojson ref_json(const Graph& g, ValueRef v) {
   const std::string& n = g.nodes[size_t(v.node)].name;
   if (v.index == 0) return n;
-  return json::array({n, v.index});
+  return ojson::array({n, v.index});
 }
 
-json attr_json(const AttrValue& v) {
-  return std::visit([](const auto& x) { return json(x); }, v);
+ojson attr_json(const AttrValue& v) {
+  return std::visit([](const auto& x) { return ojson(x); }, v);
 }
 
-json data_json(const runtime::NDArray& a) {
-  json arr = json::array();
+ojson data_json(const runtime::NDArray& a) {
+  ojson arr = ojson::array();
   DataType t = a.dtype();
   int64_t n = a.numel();
   for (int64_t i = 0; i < n; ++i) {
@@ -67,12 +103,13 @@ json data_json(const runtime::NDArray& a) {
 }
 
 /// The document; constants above `inline_limit` elements are appended to `weights` (bytes
-/// after the header, at 64-byte aligned offsets).
-json graph_json(const Graph& g, bool write_types, int64_t inline_limit, std::string* weights) {
-  json nodes = json::array();
+/// after the header, at 64-byte aligned offsets), which the document names `weights_name`.
+ojson graph_json(const Graph& g, bool write_types, int64_t inline_limit, std::string* weights,
+                 const std::string& weights_name = "") {
+  ojson nodes = ojson::array();
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    json j = {{"name", n.name}};
+    ojson j = {{"name", n.name}};
     if (n.is_input()) {
       j["kind"] = "input";
       j["type"] = type_json(n.outputs[0]);
@@ -91,30 +128,32 @@ json graph_json(const Graph& g, bool write_types, int64_t inline_limit, std::str
       }
     } else {
       j["op"] = n.op;
-      json ins = json::array();
+      ojson ins = ojson::array();
       for (const ValueRef& v : n.inputs) ins.push_back(ref_json(g, v));
       j["inputs"] = ins;
-      json at = json::object();
+      ojson at = ojson::object();
       for (const auto& [k, v] : n.attrs) at[k] = attr_json(v);
       j["attrs"] = at;
       if (write_types) {
-        json ts = json::array();
+        ojson ts = ojson::array();
         for (const TensorType& t : n.outputs) ts.push_back(type_json(t));
         j["types"] = ts;
       }
     }
     nodes.push_back(std::move(j));
   }
-  json outs = json::array();
+  ojson outs = ojson::array();
   for (const ValueRef& v : g.outputs) outs.push_back(ref_json(g, v));
-  json doc = {{"format", kFormat}, {"version", kGraphFormatVersion}, {"name", g.name}, {"nodes", nodes},
-              {"outputs", outs}};
+  ojson doc = {{"format", kFormat}, {"version", kGraphFormatVersion}, {"name", g.name}};
+  if (weights && weights->size() > sizeof(kWeightsMagic)) doc["weights"] = weights_name;
+  doc["nodes"] = std::move(nodes);
+  doc["outputs"] = std::move(outs);
   if (!g.groups.empty()) {
-    json groups = json::array();
+    ojson groups = ojson::array();
     for (const FusedGroup& grp : g.groups) {
-      json members = json::array();
+      ojson members = ojson::array();
       for (int n : grp.nodes) members.push_back(g.nodes[size_t(n)].name);
-      json jg = {{"name", grp.name}, {"nodes", members}, {"pattern", te::ops::to_string(grp.pattern)}};
+      ojson jg = {{"name", grp.name}, {"nodes", members}, {"pattern", te::ops::to_string(grp.pattern)}};
       if (grp.anchor >= 0) jg["anchor"] = g.nodes[size_t(grp.anchor)].name;
       groups.push_back(jg);
     }
@@ -495,7 +534,7 @@ std::string read_file(const std::string& path) {
 }  // namespace
 
 std::string to_json(const Graph& g, bool write_types) {
-  return graph_json(g, write_types, 0, nullptr).dump(1);
+  return pretty(graph_json(g, write_types, 0, nullptr));
 }
 
 Graph from_json(const std::string& text, const std::string& source, const std::string& weights_dir) {
@@ -505,11 +544,10 @@ Graph from_json(const std::string& text, const std::string& source, const std::s
 std::string save_graph(const Graph& g, const std::string& json_path, const SaveOptions& opt) {
   fs::path jp(json_path);
   std::string weights(kWeightsMagic, sizeof(kWeightsMagic));
-  json doc = graph_json(g, opt.write_types, opt.inline_limit, &weights);
+  std::string wname = opt.weights_file.empty() ? jp.stem().string() + ".weights" : opt.weights_file;
+  ojson doc = graph_json(g, opt.write_types, opt.inline_limit, &weights, wname);
   std::string wpath;
   if (weights.size() > sizeof(kWeightsMagic)) {
-    std::string wname = opt.weights_file.empty() ? jp.stem().string() + ".weights" : opt.weights_file;
-    doc["weights"] = wname;
     fs::path wp = fs::path(wname).is_absolute() ? fs::path(wname) : jp.parent_path() / wname;
     std::ofstream w(wp, std::ios::binary | std::ios::trunc);
     LOOM_CHECK(w, "cannot write the weights file '{}'", wp.string());
@@ -520,7 +558,7 @@ std::string save_graph(const Graph& g, const std::string& json_path, const SaveO
   }
   std::ofstream out(jp, std::ios::trunc);
   LOOM_CHECK(out, "cannot write the model file '{}'", json_path);
-  out << doc.dump(1) << "\n";
+  out << pretty(doc);
   out.close();
   LOOM_CHECK(out, "writing the model file '{}' failed", json_path);
   return wpath;
