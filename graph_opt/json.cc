@@ -214,10 +214,17 @@ class Fields {
 TensorType read_type(const json& j, const std::string& where) {
   Fields f(j, where);
   TensorType t;
+  // Extents as te takes them (int32), and at most 2^40 elements in all.
+  int64_t elements = 1;
   for (const json& d : f.array("shape")) {
-    LOOM_CHECK(d.is_number_integer() && d.get<int64_t>() > 0 && d.get<int64_t>() <= (int64_t(1) << 40),
-               "{}: shape dims must be positive integers, found {}", where, d.dump());
-    t.shape.push_back(d.get<int64_t>());
+    bool ok = d.is_number_unsigned() ? d.get<uint64_t>() >= 1 && d.get<uint64_t>() <= uint64_t(INT32_MAX)
+              : d.is_number_integer() ? d.get<int64_t>() >= 1 && d.get<int64_t>() <= INT32_MAX
+                                      : false;
+    LOOM_CHECK(ok, "{}: shape dims must be positive integers up to 2^31-1, found {}", where, d.dump());
+    int64_t v = d.get<int64_t>();
+    LOOM_CHECK(elements <= (int64_t(1) << 40) / v, "{}: the shape has more than 2^40 elements", where);
+    elements *= v;
+    t.shape.push_back(v);
   }
   std::string dt = f.str("dtype");
   try {
