@@ -12,15 +12,10 @@
 namespace loom::graph_opt {
 namespace {
 
+using test::random_array;
 using runtime::NDArray;
 using test::compare_outputs;
 using test::count_ops;
-
-NDArray random_array(std::vector<int64_t> shape, uint64_t seed, double lo = -1, double hi = 1) {
-  NDArray a = NDArray::empty(std::move(shape), DataType::Float(32));
-  a.fill_random(seed, lo, hi);
-  return a;
-}
 
 /// Runs the passes of the O3 pipeline one at a time on `g`, comparing each result (and the
 /// fused graph, group by group) with the unoptimized graph's reference outputs.
