@@ -70,10 +70,15 @@ FusedSchedule schedule_fused(const FusedGroup& g, const Target& target, const re
     LOOM_CHECK(t.defined() && t.op()->kind == te::OpKind::kPlaceholder,
                "schedule_fused: input '{}' of the group is not a placeholder", t.defined() ? t.name() : "(undefined)");
   for (const te::Tensor& t : g.anchor_inputs)
-    LOOM_CHECK(std::find(g.inputs.begin(), g.inputs.end(), t) != g.inputs.end(),
-               "schedule_fused: the anchor's input '{}' is not one of the group's inputs",
+    LOOM_CHECK(t.defined() && (t.op()->kind == te::OpKind::kCompute ||
+                               std::find(g.inputs.begin(), g.inputs.end(), t) != g.inputs.end()),
+               "schedule_fused: the anchor's input '{}' is neither one of the group's inputs nor computed in it",
                t.defined() ? t.name() : "(undefined)");
   if (!g.anchor.defined() || !g.call) return pattern(g, target, g.anchor.defined() ? "the anchor has no template" : "");
+  for (const te::Tensor& t : g.anchor_inputs)
+    if (t.op()->kind == te::OpKind::kCompute)
+      return pattern(g, target, fmt::format("the anchor reads '{}', computed in the group; a template reads inputs",
+                                            t.name()));
   const te::ops::TemplateCall& call = *g.call;
   const Template* tmpl = find_template(call.name, target.kind());
   if (!tmpl) return pattern(g, target, fmt::format("no template '{}' on {}", call.name, target.kind()));

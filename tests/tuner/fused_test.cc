@@ -220,6 +220,12 @@ TEST(Fused, EveryCpuAnchorTemplateTakesAnEpilogue) {
          b.g.outputs = {b.op("add", {b.op("multiply", {b.anchor("batch_matmul", {a, w}), s}), mask})};
        },
        "batch_matmul("},
+      {"batch_matmul with transpose_b (Q·K^T) + scale",
+       [](Group& b) {
+         Tensor q = b.input({3, 7, 8}, "q"), k = b.input({3, 7, 8}, "k"), s = b.input({1}, "scale");
+         b.g.outputs = {b.op("multiply", {b.anchor("batch_matmul", {q, k}, {{"transpose_b", int64_t(1)}}), s})};
+       },
+       "batch_matmul("},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -303,6 +309,16 @@ TEST(Fused, GroupsNoTemplateTakesGetAPatternScheduleAndSayWhy) {
     b.g.outputs = {b.op("tanh", {b.op("add", {x, y})})};
     FusedSchedule fs = schedule_fused(b.g, Target("llvm"));
     EXPECT_EQ(fs.source, ScheduleSource::kPattern);
+    EXPECT_EQ(run_against_group(b.g, fs), "");
+  }
+  {  // an anchor reading a value computed in the group (a fused pad)
+    Group b;
+    Tensor x = b.input({1, 3, 8, 8}, "x"), w = b.input({4, 3, 3, 3}, "w");
+    Tensor p = b.op("pad", {x}, {{"pads", std::vector<int64_t>{0, 0, 1, 1, 0, 0, 1, 1}}});
+    b.g.outputs = {b.op("relu", {b.anchor("conv2d", {p, w})})};
+    FusedSchedule fs = schedule_fused(b.g, Target("llvm"));
+    EXPECT_EQ(fs.source, ScheduleSource::kPattern);
+    EXPECT_NE(fs.note.find("computed in the group"), std::string::npos) << fs.note;
     EXPECT_EQ(run_against_group(b.g, fs), "");
   }
   Group bad;

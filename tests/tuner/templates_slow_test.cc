@@ -33,6 +33,7 @@ const Case kCases[] = {
     {"matmul", {7, 5, 3}, {}},
     {"batch_matmul", {3, 10, 33, 7}, {}},
     {"batch_matmul", {2, 16, 32, 8}, {}},
+    {"batch_matmul", {2, 9, 20, 8}, {{"transpose_b", "1"}}},
     {"dense", {9, 20, 11}, {}},
     {"dense_pack", {16, 33, 24}, {}},
     {"dense_bias_relu", {9, 20, 11}, {}},

@@ -26,7 +26,7 @@ struct Workload {
 /// Per template: a workload whose sizes the default tiles divide, and one they do not.
 const std::map<std::string, std::vector<Workload>> kWorkloads = {
     {"matmul", {{{512, 512, 512}, {}}, {{100, 200, 70}, {}}}},
-    {"batch_matmul", {{{4, 128, 128, 128}, {}}, {{3, 33, 50, 17}, {}}}},
+    {"batch_matmul", {{{4, 128, 128, 128}, {}}, {{3, 33, 50, 17}, {}}, {{12, 128, 128, 64}, {{"transpose_b", "1"}}}}},
     {"dense", {{{64, 1024, 512}, {}}, {{9, 100, 33}, {}}}},
     {"dense_pack", {{{64, 1024, 512}, {}}, {{9, 100, 33}, {}}}},
     {"dense_bias_relu", {{{64, 1024, 512}, {}}, {{9, 100, 33}, {}}}},

@@ -23,7 +23,8 @@ struct FusedGroup {
   /// The kernel's outputs, in call order (a template schedules a group of one output).
   std::vector<te::Tensor> outputs;
   /// The anchor node's output (as its registry compute returned it) and its inputs in the
-  /// operator's input order (placeholders among `inputs`); undefined/empty without an anchor.
+  /// operator's input order (placeholders among `inputs`, or tensors computed in the group);
+  /// undefined/empty without an anchor.
   te::Tensor anchor;
   std::vector<te::Tensor> anchor_inputs;
   /// The anchor operator's strategy for the target (OpDef::strategy), when it gave one.
@@ -64,8 +65,10 @@ struct FusedSchedule {
 /// computation of the same workload, the group rebuilt on it, and scheduled with the best
 /// config in `best` for the workload (under any of the template's names) or else the
 /// template's default. Otherwise, or if the template rejects the group or its config, the
-/// group gets schedule_by_pattern, and `note` says why. Throws loom::Error only for a
-/// malformed group (no outputs, an anchor input that is not a placeholder of `inputs`).
+/// group gets schedule_by_pattern, and `note` says why (also when an anchor input is computed
+/// in the group, e.g. a fused pad: a template reads kernel inputs). Throws loom::Error only
+/// for a malformed group (no outputs, an input that is not a placeholder, an anchor input
+/// that is neither an input nor computed in the group).
 FusedSchedule schedule_fused(const FusedGroup& group, const Target& target,
                              const records::ApplyHistoryBest* best = nullptr);
 
