@@ -29,23 +29,19 @@ struct Group {
     return t;
   }
   Tensor op(const std::string& name, const std::vector<Tensor>& in, const Attrs& attrs = {}) {
-    const te::ops::OpDef& d = te::ops::get_op(name);
-    return d.compute(in, te::ops::normalize_attrs(d, attrs)).at(0);
+    return te::ops::apply_op(name, in, attrs).at(0);
   }
   /// `name` as the group's anchor, with its strategy for `target`.
   Tensor anchor(const std::string& name, const std::vector<Tensor>& in, const Attrs& attrs = {},
                 const std::string& target = "llvm") {
-    const te::ops::OpDef& d = te::ops::get_op(name);
-    Attrs norm = te::ops::normalize_attrs(d, attrs);
     std::vector<te::ops::TensorType> types;
     for (const Tensor& t : in) {
       te::ops::TensorType tt;
       for (const auto& e : t.shape()) tt.shape.push_back(*te::as_const_int(e));
       types.push_back(tt);
     }
-    auto it = d.strategy.find(target);
-    if (it != d.strategy.end()) g.call = it->second(types, norm);
-    g.anchor = d.compute(in, norm).at(0);
+    g.call = te::ops::select_template(name, target, types, attrs);
+    g.anchor = op(name, in, attrs);
     g.anchor_inputs = in;
     return g.anchor;
   }
