@@ -682,6 +682,11 @@ TEST(OpRegistry, StrategiesNameTheTemplatePerTarget) {
   ASSERT_TRUE(c);
   EXPECT_EQ(c->attrs.at("ic_block"), "3");
   EXPECT_EQ(c->attrs.count("oc_block"), 0u);
+  c = call("conv2d_nchwc", "llvm", {tt({1, 3, 224, 224}), tt({4, 3, 7, 7, 16})},
+           {{"layout", std::string("NCHW")}, {"strides", std::vector<int64_t>{2, 2}}, {"padding", std::vector<int64_t>{3, 3}}});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->shape, (Shape{1, 3, 224, 224, 64, 7, 7}));
+  EXPECT_EQ(c->attrs.at("ic_block"), "0");
   c = call("depthwise_conv2d_nchwc", "llvm", {tt({1, 6, 28, 28, 16}), tt({6, 1, 3, 3, 1, 16})}, pad1);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->name, "depthwise_conv2d_nchwc");

@@ -165,6 +165,15 @@ TEST(Fused, EveryCpuAnchorTemplateTakesAnEpilogue) {
          b.g.outputs = {b.op("relu", {b.op("add", {c, res})})};
        },
        "conv2d_nchw("},
+      {"a first layer: conv2d_nchwc of NCHW data (3 channels) to NCHW16c + bias + relu",
+       [](Group& b) {
+         Tensor x = b.input({1, 3, 15, 14}, "x"), w = b.input({2, 3, 3, 3, 16}, "w"), bias = b.input({32}, "bias");
+         Tensor c = b.anchor("conv2d_nchwc", {x, w, bias},
+                             {{"layout", std::string("NCHW")}, {"strides", std::vector<int64_t>{2, 2}},
+                              {"padding", std::vector<int64_t>{1, 1}}});
+         b.g.outputs = {b.op("relu", {c})};
+       },
+       "conv2d_nchwc("},
       {"depthwise conv2d (groups = C) + batch_norm + clip (relu6)",
        [](Group& b) {
          Tensor x = b.input({1, 5, 11, 10}, "x"), w = b.input({5, 1, 3, 3}, "w");
