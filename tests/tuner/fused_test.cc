@@ -373,6 +373,19 @@ TEST(Fused, CudaTemplatesTakeAnEpilogue) {
   }
 }
 
+// The preferred tile (2 channel blocks x 14 columns) adapts to the shape; where the closest
+// values overflow the 28 accumulators (3 blocks x 16 columns) the default must still be a
+// config the template instantiates (MobileNetV2's 48-channel layers at 16x16).
+TEST(Templates, NchwcDefaultsFitTheRegisterBudget) {
+  for (const auto& [op, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"conv2d_nchwc", {1, 48, 16, 16, 48, 1, 1}},
+           {"conv2d_nchwc", {1, 48, 32, 32, 48, 3, 3}},
+           {"depthwise_conv2d_nchwc", {1, 48, 16, 16, 3, 3}}}) {
+    Task t = Task::create(op, shape, Target("llvm"));
+    EXPECT_NO_THROW(t.instantiate_default()) << t.key() << ": " << t.space().get(t.default_index()).str();
+  }
+}
+
 TEST(Fused, DenseBiasReluIsDenseWithAnEpilogue) {
   Task old = Task::create("dense_bias_relu", {9, 20, 11}, Target("llvm"));
   Task dense = Task::create("dense", {9, 20, 11}, Target("llvm"));

@@ -134,7 +134,10 @@ Template conv2d_nchwc_template() {
     p.values["rows_outer"] = {0};
     p.values["pad_inline"] = {0};
     p.labels["unroll_rci"] = "unroll";
-    return tmpl::closest_config(sp, p);
+    // Few channel blocks or narrow rows can make the preferred tile too big for the registers.
+    return tmpl::closest_config(sp, p, [](const ConfigEntity& e) {
+      return e.value("tile_oc").back() * e.value("tile_oh").back() * e.value("tile_ow").back() <= kMaxAccumulators;
+    });
   };
   return t;
 }
