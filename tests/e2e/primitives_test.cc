@@ -279,5 +279,21 @@ TEST(Reductions, ConditionAndMultipleAxes) {
   EXPECT_MATCHES_REFERENCE(s, (std::vector<Tensor>{A, S}));
 }
 
+// An inlined stage whose own producer is inlined too, one stage apart: P (inlined) -> R (a
+// root reduction, rewritten when P is substituted into it) -> E (inlined) -> O. O names E as
+// it was before E's producer R was rewritten; E must still be substituted into O.
+TEST(ComputeInline, StageReadingARewrittenProducer) {
+  Tensor A = te::placeholder({6, 9}, DataType::Float(32), "A");
+  Tensor P = te::compute({6, 9}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "P");
+  IterVar k = te::reduce_axis({0, 9}, "k");
+  Tensor R = te::compute({6}, [&](Var i) { return te::sum(P(i, k), {k}); }, "R");
+  Tensor E = te::compute({6}, [&](Var i) { return R(i) + 1.0f; }, "E");
+  Tensor O = te::compute({6}, [&](Var i) { return te::max(E(i), te::Expr(0.0f)); }, "O");
+  Schedule s = create_schedule({O});
+  s[P].compute_inline();
+  s[E].compute_inline();
+  EXPECT_MATCHES_REFERENCE(s, (std::vector<Tensor>{A, O}));
+}
+
 }  // namespace
 }  // namespace loom
