@@ -14,8 +14,8 @@ generate-data`. Kept: every single-node case whose operator is in SUPPORTED_OPS,
 multi-node case all of whose operators are (e.g. test_mvn_expanded). No kept case is dropped
 here: a case loom cannot run is reported as skipped, with its reason, by the runner.
 
-OUT/manifest.json lists the cases written (name, operators, opset, data sets, ONNX's own
-tolerances). Every written file is read back and compared with the case in memory, and every
+OUT/manifest.json lists the cases written (name, operators, opset, graph input names, data
+sets, ONNX's own tolerances). Every written file is read back and compared with the case in memory, and every
 model passes onnx.checker. With the same onnx version and the same script the folder is left
 as it is (OUT/.stamp), so a rerun costs nothing.
 
@@ -113,6 +113,7 @@ def write_case(case, out_dir: str) -> dict:
         "name": case.name,
         "ops": ops_of(case.model),
         "opset": onnx_opset(case.model),
+        "inputs": [i.name for i in graph.input],
         "data_sets": len(case.data_sets),
         "onnx_rtol": case.rtol,
         "onnx_atol": case.atol,

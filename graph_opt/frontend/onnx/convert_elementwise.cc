@@ -22,12 +22,13 @@ void pow_op(Importer& im) {
   Value x = im.input(0), y = im.input(1);
   DataType tx = im.type(x).dtype, ty = im.type(y).dtype;
   const bool scalar = im.input_scalar(0) && im.input_scalar(1);
-  if (tx == ty) return im.set_output(0, im.op("pow", {x, y}), scalar);
+  if (tx == ty && tx.is_float()) return im.set_output(0, im.op("pow", {x, y}), scalar);
   if (tx.is_float()) {
     y = im.op("cast", {y}, {{"dtype", tx.str()}});
     return im.set_output(0, im.op("pow", {x, y}), scalar);
   }
-  // An integer base with a float exponent: computed in the exponent's type, cast back.
+  // An integer base: computed in floating point (the exponent's type, or float64 for integer
+  // exponents, exact for results below 2^53), cast back.
   DataType work = ty.is_float() ? ty : DataType::Float(64);
   Value xf = im.op("cast", {x}, {{"dtype", work.str()}});
   Value yf = ty == work ? y : im.op("cast", {y}, {{"dtype", work.str()}});

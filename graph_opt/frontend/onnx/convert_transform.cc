@@ -232,6 +232,7 @@ void constant(Importer& im) {
     std::memcpy(a.raw_data(), v.data(), v.size() * sizeof(int64_t));
   }
   if (set != 1) im.invalid(fmt::format("needs exactly one value attribute, has {}", set));
+  if (a.numel() == 0) return im.set_empty_output(0, a);
   const bool scalar = a.ndim() == 0;
   im.set_output(0, im.constant(a, "value"), scalar);
 }

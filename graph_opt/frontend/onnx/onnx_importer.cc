@@ -56,6 +56,8 @@ void Importer::invalid(const std::string& what) const { throw Error(where() + ":
 
 Value Importer::input(int i) const {
   if (!has_input(i)) invalid(fmt::format("input {} is missing", i));
+  if (input_empty(i) || empty_inputs_.count(node_->input(i)))
+    unsupported(fmt::format("input {} '{}' has no elements (loom has no empty tensors)", i, node_->input(i)));
   auto it = values_.find(node_->input(i));
   LOOM_ICHECK(it != values_.end());  // node_order() checked every reference
   return it->second.value;
@@ -77,10 +79,20 @@ const runtime::NDArray* Importer::constant_of(Value v) const {
 }
 
 runtime::NDArray Importer::const_input(int i, const std::string& what) const {
-  const runtime::NDArray* a = constant_of(input(i));
-  if (!a)
-    unsupported(fmt::format("{} (input {} '{}') is computed at run time; loom needs it constant at import", what, i,
-                            node_->input(i)));
+  if (input_empty(i)) return empty_.at(node_->input(i));
+  if (has_input(i) && empty_inputs_.count(node_->input(i)))
+    throw OnnxUnsupported(fmt::format("{}: {} (input {} '{}') is a graph input without elements; loom needs it at import "
+                                      "(bind it: OnnxImportOptions::bind_inputs)", where(), what, i, node_->input(i)),
+                          node_->input(i));
+  Value v = input(i);
+  const runtime::NDArray* a = constant_of(v);
+  if (!a) {
+    const bool graph_input = builder_.graph().nodes.at(size_t(v.node)).is_input();
+    throw OnnxUnsupported(fmt::format("{}: {} (input {} '{}') is computed at run time; loom needs it constant at import{}",
+                                      where(), what, i, node_->input(i),
+                                      graph_input ? " (bind the graph input to a value: OnnxImportOptions::bind_inputs)" : ""),
+                          graph_input ? node_->input(i) : "");
+  }
   return *a;
 }
 
@@ -172,6 +184,10 @@ void Importer::set_output(int k, Value v, bool scalar) {
   values_[node_->output(k)] = OnnxValue{v, scalar};
 }
 
+void Importer::set_empty_output(int k, runtime::NDArray a) {
+  if (output_used(k)) empty_[node_->output(k)] = a;
+}
+
 Value Importer::constant(runtime::NDArray a, const std::string& hint) {
   if (a.ndim() == 0) {  // loom holds rank 0 as [1]
     runtime::NDArray b = runtime::NDArray::empty({1}, a.dtype());
@@ -246,6 +262,15 @@ void Importer::add_graph_inputs() {
   for (const auto& in : graph_.input()) {
     if (initializers.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
     const std::string what = fmt::format("onnx: {}: graph input '{}'", source_, in.name());
+    if (auto bound = opt_.bind_inputs.find(in.name()); bound != opt_.bind_inputs.end()) {
+      const runtime::NDArray& a = bound->second;
+      if (in.type().has_tensor_type() && in.type().tensor_type().elem_type() != 0 &&
+          to_dtype(in.type().tensor_type().elem_type(), what) != a.dtype())
+        fail("{} is {} but is bound to a {} array", what, onnx_type_name(in.type().tensor_type().elem_type()), a.dtype().str());
+      if (a.numel() == 0) empty_[in.name()] = a;
+      else values_[in.name()] = OnnxValue{constant(a, in.name()), a.ndim() == 0};
+      continue;
+    }
     LOOM_CHECK(!in.name().empty(), "onnx: {}: a graph input has no name", source_);
     LOOM_CHECK(!values_.count(in.name()), "{} is declared twice", what);
     if (!in.type().has_tensor_type())
@@ -268,9 +293,12 @@ void Importer::add_graph_inputs() {
         t.shape.push_back(dim.dim_value());
       }
     }
-    for (int64_t d : t.shape) {
-      LOOM_CHECK(d >= 0, "{}: negative dim in {}", what, shape_str(t.shape));
-      if (d == 0) throw OnnxUnsupported(fmt::format("{}: shape {} has no elements", what, shape_str(t.shape)));
+    for (int64_t d : t.shape) LOOM_CHECK(d >= 0, "{}: negative dim in {}", what, shape_str(t.shape));
+    if (product(t.shape) == 0) {
+      // No data to pass: left out of the signature; a node that reads it says so (an empty
+      // axes input read with const_input asks for it to be bound).
+      empty_inputs_.insert(in.name());
+      continue;
     }
     const bool scalar = t.shape.empty();
     if (scalar) t.shape = {1};
@@ -281,6 +309,10 @@ void Importer::add_graph_inputs() {
     LOOM_CHECK(!init.name().empty(), "{}: an initializer has no name", what);
     LOOM_CHECK(!values_.count(init.name()), "onnx: {}: initializer '{}' is defined twice", source_, init.name());
     runtime::NDArray a = tensor_to_array(init, base_dir_, what);
+    if (a.numel() == 0) {
+      empty_[init.name()] = a;
+      continue;
+    }
     const bool scalar = a.ndim() == 0;
     values_[init.name()] = OnnxValue{constant(a, init.name()), scalar};
   }
@@ -306,7 +338,7 @@ std::vector<int> Importer::node_order() const {
     const auto& nd = graph_.node(i);
     for (int k = 0; k < nd.input_size(); ++k) {
       const std::string& in = nd.input(k);
-      if (in.empty() || values_.count(in)) continue;
+      if (in.empty() || values_.count(in) || empty_.count(in) || empty_inputs_.count(in)) continue;
       auto it = producer.find(in);
       LOOM_CHECK(it != producer.end(),
                  "onnx: {}: node #{} '{}' ({}): input {} '{}' is not a graph input, an initializer or any node's output",
@@ -359,6 +391,8 @@ void Importer::set_graph_outputs() {
   LOOM_CHECK(graph_.output_size() > 0, "onnx: {}: the graph has no outputs", source_);
   for (const auto& out : graph_.output()) {
     auto it = values_.find(out.name());
+    if (it == values_.end() && (empty_.count(out.name()) || empty_inputs_.count(out.name())))
+      throw OnnxUnsupported(fmt::format("onnx: {}: graph output '{}' has no elements (loom has no empty tensors)", source_, out.name()));
     LOOM_CHECK(it != values_.end(), "onnx: {}: graph output '{}' is not computed by any node", source_, out.name());
     const TensorType& t = type(it->second.value);
     if (out.type().has_tensor_type()) {

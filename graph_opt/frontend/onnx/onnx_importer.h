@@ -26,8 +26,8 @@ DataType to_dtype(int elem_type, const std::string& where);
 std::string onnx_type_name(int elem_type);
 /// The ONNX element type of a loom dtype.
 int to_onnx_type(DataType t);
-/// A TensorProto's data as an array of its shape (rank 0 keeps shape {}); `base_dir` resolves
-/// external data. Throws loom::Error naming `where` and the tensor when sizes disagree.
+/// A TensorProto's data as an array of its shape (rank 0 keeps shape {}; a zero extent gives
+/// an array without elements); `base_dir` resolves external data. Throws loom::Error naming `where` and the tensor when sizes disagree.
 runtime::NDArray tensor_to_array(const onnx::TensorProto& t, const std::string& base_dir, const std::string& where);
 
 /// A value of the ONNX graph: the loom value, and whether ONNX sees it as rank 0 (loom holds
@@ -48,6 +48,8 @@ class Importer {
   /// Inputs as written (empty names included: absent optional inputs).
   int num_inputs() const { return node_->input_size(); }
   bool has_input(int i) const { return i < node_->input_size() && !node_->input(i).empty(); }
+  /// Whether input `i` is a bound graph input with no elements (only const_ints reads it).
+  bool input_empty(int i) const { return has_input(i) && empty_.count(node_->input(i)) != 0; }
   /// Input `i` (required: an error naming it when absent).
   Value input(int i) const;
   /// Whether ONNX sees input `i` as rank 0.
@@ -77,6 +79,8 @@ class Importer {
   bool output_used(int k) const { return k < node_->output_size() && !node_->output(k).empty(); }
   /// Sets output `k` (ONNX rank 0 when `scalar`).
   void set_output(int k, Value v, bool scalar = false);
+  /// Sets output `k` to an array without elements (only const_ints of a consumer reads it).
+  void set_empty_output(int k, runtime::NDArray a);
 
   // ---- emitting
   const TensorType& type(Value v) const { return builder_.type(v); }
@@ -115,6 +119,8 @@ class Importer {
   GraphBuilder builder_;
   std::map<std::string, OnnxValue> values_;       // by ONNX value name
   std::map<int, runtime::NDArray> constants_;     // by node index of the graph being built
+  std::map<std::string, runtime::NDArray> empty_;  // bound inputs without elements, by name
+  std::set<std::string> empty_inputs_;              // unbound graph inputs without elements
   const onnx::NodeProto* node_ = nullptr;
   int node_index_ = -1;
   std::set<std::string> attrs_read_;

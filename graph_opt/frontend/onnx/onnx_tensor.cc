@@ -111,8 +111,7 @@ runtime::NDArray tensor_to_array(const TP& t, const std::string& base_dir, const
   int64_t n = 1;
   for (int64_t d : shape) {
     LOOM_CHECK(d >= 0, "{}: negative dim in {}", what, shape_str(shape));
-    if (d == 0) throw OnnxUnsupported(fmt::format("{}: shape {} has no elements (loom has no empty tensors)", what, shape_str(shape)));
-    LOOM_CHECK(n <= std::numeric_limits<int64_t>::max() / d, "{}: shape {} is too large", what, shape_str(shape));
+    LOOM_CHECK(d == 0 || n <= std::numeric_limits<int64_t>::max() / d, "{}: shape {} is too large", what, shape_str(shape));
     n *= d;
   }
   runtime::NDArray a = runtime::NDArray::empty(shape, dtype);

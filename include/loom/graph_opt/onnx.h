@@ -26,11 +26,20 @@ namespace loom::graph_opt {
 class OnnxUnsupported : public Error {
  public:
   using Error::Error;
+  OnnxUnsupported(const std::string& msg, std::string constant_input)
+      : Error(msg), constant_input(std::move(constant_input)) {}
+  /// Set when what is missing is the value of this graph input, which loom needs at import
+  /// (a shape, axes, pads, clip bounds): binding it (OnnxImportOptions::bind_inputs) helps.
+  std::string constant_input;
 };
 
 struct OnnxImportOptions {
   /// Static shapes of graph inputs whose ONNX type has symbolic or unknown dims, by input name.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  /// Graph inputs bound to values: they become constants (as TVM's freeze_params does), so
+  /// that inputs loom needs at import (shapes, axes, pads, clip bounds) may be given this way.
+  /// An empty array stands for an empty tensor (e.g. axes [] of a reduction).
+  std::map<std::string, runtime::NDArray> bind_inputs;
 };
 
 /// Reads the ONNX model at `path` (external tensor data resolved next to it).
