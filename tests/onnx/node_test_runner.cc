@@ -3,11 +3,14 @@
 // expected outputs. Prints one line per case, PASS, SKIP (with the reason) or FAIL (with what
 // went wrong), then "N passed, M failed, K skipped"; exits 1 if any case failed.
 //
-//   loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--optimize] [--timeout S]
+//   loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized]
+//                        [--rtol R --atol A] [--timeout S]
 //
-// Execution: the graph reference (graph_opt::run_reference, te::evaluate node by node), or
-// with --optimize the optimized, fused graph (graph_opt::optimize, then each fused group's
-// composed computation evaluated at once).
+// Execution modes (--modes, default both; a case passes when every mode does): "reference",
+// the imported graph run node by node (graph_opt::run_reference, te::evaluate); "optimized",
+// the graph after the pass pipeline (graph_opt::optimize: simplify inference, constant
+// folding, scale folding, CSE, layout, fusion), each fused group's composed computation
+// evaluated at once (run_reference_fused).
 //
 // Tolerance: |loom - expected| <= atol + rtol * |expected| elementwise with rtol 1e-4,
 // atol 1e-5 for float32/float64 (1e-3/1e-3 for float16), or else within the case's own
@@ -49,6 +52,9 @@ namespace fs = std::filesystem;
 using loom::runtime::NDArray;
 
 namespace {
+
+/// loom's own tolerance (--rtol/--atol; float16 always 1e-3/1e-3).
+double g_rtol = 1e-4, g_atol = 1e-5;
 
 struct SkipRule {
   std::regex pattern;
@@ -102,7 +108,7 @@ Comparison compare(const NDArray& got, const NDArray& want, double case_rtol, do
   std::vector<int64_t> ws = want.shape().empty() ? std::vector<int64_t>{1} : want.shape();
   if (got.shape() != ws) return {fmt::format("shape {} but expected {}", shape_str(got.shape()), shape_str(want.shape()))};
   const bool is_float = want.dtype().is_float();
-  const double rtol = want.dtype().bits() == 16 ? 1e-3 : 1e-4, atol = want.dtype().bits() == 16 ? 1e-3 : 1e-5;
+  const double rtol = want.dtype().bits() == 16 ? 1e-3 : g_rtol, atol = want.dtype().bits() == 16 ? 1e-3 : g_atol;
   int64_t bad = 0, first = -1;
   double worst = 0;
   bool loose = false;
@@ -202,7 +208,7 @@ std::string run_case(const fs::path& dir, bool optimize, bool* loose) {
 }
 
 /// What a child reports: a status letter (P pass, W wrong result, E loom error) and a message.
-std::string run_in_child(const fs::path& dir, bool optimize, int timeout_s, int* status_out) {
+std::string run_in_child(const fs::path& dir, const std::vector<std::string>& modes, int timeout_s, int* status_out) {
   int fds[2];
   if (pipe(fds) != 0) throw loom::Error("pipe failed");
   pid_t pid = fork();
@@ -213,7 +219,20 @@ std::string run_in_child(const fs::path& dir, bool optimize, int timeout_s, int*
     std::string msg;
     try {
       bool loose = false;
-      std::string diff = run_case(dir, optimize, &loose);
+      std::string diff;
+      for (const std::string& mode : modes) {
+        try {
+          diff = run_case(dir, mode == "optimized", &loose);
+        } catch (const loom::graph_opt::OnnxUnsupported&) {
+          throw;
+        } catch (const loom::Error& e) {
+          throw loom::Error(mode + ": " + e.what());
+        }
+        if (!diff.empty()) {
+          diff = mode + ": " + diff;
+          break;
+        }
+      }
       msg = !diff.empty() ? "W" + diff : loose ? "L" : "P";
     } catch (const loom::Error& e) {
       msg = std::string(dynamic_cast<const loom::graph_opt::OnnxUnsupported*>(&e) ? "U" : "E") + e.what();
@@ -247,7 +266,7 @@ std::string run_in_child(const fs::path& dir, bool optimize, int timeout_s, int*
 
 int main(int argc, char** argv) {
   std::string cases_dir, skips_path, filter = ".*";
-  bool optimize = false;
+  std::string modes_arg = "reference,optimized";
   int timeout_s = 120;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -260,17 +279,29 @@ int main(int argc, char** argv) {
     };
     if (a == "--skips") skips_path = value();
     else if (a == "--filter") filter = value();
-    else if (a == "--optimize") optimize = true;
+    else if (a == "--modes") modes_arg = value();
+    else if (a == "--rtol") g_rtol = std::stod(value());
+    else if (a == "--atol") g_atol = std::stod(value());
     else if (a == "--timeout") timeout_s = std::stoi(value());
     else if (!a.empty() && a[0] != '-' && cases_dir.empty()) cases_dir = a;
     else {
-      std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--optimize] [--timeout S]\n";
+      std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized] [--rtol R --atol A] [--timeout S]\n";
       return 2;
     }
   }
   if (cases_dir.empty() || skips_path.empty()) {
-    std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--optimize] [--timeout S]\n";
+    std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized] [--rtol R --atol A] [--timeout S]\n";
     return 2;
+  }
+  std::vector<std::string> modes;
+  for (size_t p = 0; p <= modes_arg.size();) {
+    size_t q = std::min(modes_arg.find(',', p), modes_arg.size());
+    modes.push_back(modes_arg.substr(p, q - p));
+    if (modes.back() != "reference" && modes.back() != "optimized") {
+      std::cerr << "--modes takes reference and/or optimized, got '" << modes.back() << "'\n";
+      return 2;
+    }
+    p = q + 1;
   }
   std::vector<SkipRule> skips;
   try {
@@ -299,7 +330,7 @@ int main(int argc, char** argv) {
   for (const fs::path& dir : cases) {
     const std::string name = dir.filename().string();
     int status = 0;
-    std::string r = run_in_child(dir, optimize, timeout_s, &status);
+    std::string r = run_in_child(dir, modes, timeout_s, &status);
     const char kind = r[0];
     const std::string msg = r.substr(1);
     const SkipRule* rule = listed(skips, name);
@@ -326,8 +357,8 @@ int main(int argc, char** argv) {
     if (!rule_used[i] && filter == ".*")
       std::cout << "note: skip rule '" << skips[i].text << "' matches no case\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << fmt::format("ONNX node tests ({} cases, {}, {:.0f} s)\n", cases.size(),
-                           optimize ? "optimized graph, fused groups" : "graph reference", secs);
+  std::cout << fmt::format("ONNX node tests: {} cases, modes {}, rtol {:g} atol {:g}, {:.0f} s\n", cases.size(), modes_arg,
+                           g_rtol, g_atol, secs);
   std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
   return failed ? 1 : 0;
 }
