@@ -3,14 +3,16 @@
 // expected outputs. Prints one line per case, PASS, SKIP (with the reason) or FAIL (with what
 // went wrong), then "N passed, M failed, K skipped"; exits 1 if any case failed.
 //
-//   loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized]
+//   loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized,compiled]
 //                        [--rtol R --atol A] [--timeout S]
 //
-// Execution modes (--modes, default both; a case passes when every mode does): "reference",
-// the imported graph run node by node (graph_opt::run_reference, te::evaluate); "optimized",
-// the graph after the pass pipeline (graph_opt::optimize: simplify inference, constant
-// folding, scale folding, CSE, layout, fusion), each fused group's composed computation
-// evaluated at once (run_reference_fused).
+// Execution modes (--modes; a case passes when every mode does): "reference", the imported
+// graph run node by node (graph_opt::run_reference, te::evaluate); "optimized", the graph
+// after the pass pipeline (graph_opt::optimize: simplify inference, constant folding, scale
+// folding, CSE, layout, fusion), each fused group's composed computation evaluated at once
+// (run_reference_fused); "compiled", where the build has graph_opt/compile.h, the graph
+// compiled for the CPU (graph_opt::compile, LLVM) and run. Default: reference,compiled where
+// compile exists, else reference,optimized.
 //
 // Tolerance: |loom - expected| <= atol + rtol * |expected| elementwise with rtol 1e-4,
 // atol 1e-5 for float32/float64 (1e-3/1e-3 for float16), or else within the case's own
@@ -47,6 +49,10 @@
 #include "loom/graph_opt/onnx.h"
 #include "loom/graph_opt/passes.h"
 #include "loom/graph_opt/reference.h"
+#if __has_include("loom/graph_opt/compile.h")
+#include "loom/graph_opt/compile.h"
+#define LOOM_NODE_TESTS_HAVE_COMPILE 1
+#endif
 
 namespace fs = std::filesystem;
 using loom::runtime::NDArray;
@@ -165,7 +171,27 @@ loom::graph_opt::Graph import_for(const fs::path& dir, const fs::path& set, cons
 
 /// Runs one case; "" when every data set matches, else what went wrong. Throws loom::Error
 /// when loom cannot import or run it.
-std::string run_case(const fs::path& dir, bool optimize, bool* loose) {
+/// The graph's outputs for `args` in execution mode `mode`.
+std::vector<NDArray> execute(const loom::graph_opt::Graph& g, const std::string& mode, const std::vector<NDArray>& args) {
+  using namespace loom::graph_opt;
+  if (mode == "reference") return run_reference(g, args);
+  if (mode == "optimized") return run_reference_fused(optimize(g), args);
+#ifdef LOOM_NODE_TESTS_HAVE_COMPILE
+  if (mode == "compiled") {
+    loom::runtime::Module m = compile(g, loom::Target("llvm"));
+    std::vector<NDArray> outs;
+    std::vector<DLTensor*> call;
+    for (const NDArray& a : args) call.push_back(a.dltensor());
+    for (ValueRef v : g.outputs) outs.push_back(NDArray::empty(g.type(v).shape, g.type(v).dtype));
+    for (const NDArray& a : outs) call.push_back(a.dltensor());
+    m.get_function("run").call(call);
+    return outs;
+  }
+#endif
+  throw loom::Error("unknown execution mode " + mode);
+}
+
+std::string run_case(const fs::path& dir, const std::string& mode, bool* loose) {
   using namespace loom::graph_opt;
   const nlohmann::json entry = manifest_entry(dir);
   const auto names = entry.at("inputs").get<std::vector<std::string>>();
@@ -177,7 +203,6 @@ std::string run_case(const fs::path& dir, bool optimize, bool* loose) {
   if (sets.empty()) return "no test_data_set_N folder";
   for (const fs::path& set : sets) {
     Graph g = import_for(dir, set, names);
-    if (optimize) g = loom::graph_opt::optimize(g);
     std::vector<NDArray> args;
     for (int node : g.input_nodes()) {
       const auto& t = g.nodes[size_t(node)].outputs[0];
@@ -193,7 +218,7 @@ std::string run_case(const fs::path& dir, bool optimize, bool* loose) {
                            shape_str(a.shape()), loom::te::ops::to_string(t));
       args.push_back(a);
     }
-    std::vector<NDArray> outs = optimize ? run_reference_fused(g, args) : run_reference(g, args);
+    std::vector<NDArray> outs = execute(g, mode, args);
     for (size_t k = 0; k < outs.size(); ++k) {
       fs::path want_path = set / fmt::format("output_{}.pb", k);
       if (!fs::exists(want_path)) return fmt::format("{}: loom gives {} outputs, the case has fewer", set.filename().string(), outs.size());
@@ -222,7 +247,7 @@ std::string run_in_child(const fs::path& dir, const std::vector<std::string>& mo
       std::string diff;
       for (const std::string& mode : modes) {
         try {
-          diff = run_case(dir, mode == "optimized", &loose);
+          diff = run_case(dir, mode, &loose);
         } catch (const loom::graph_opt::OnnxUnsupported&) {
           throw;
         } catch (const loom::Error& e) {
@@ -266,7 +291,11 @@ std::string run_in_child(const fs::path& dir, const std::vector<std::string>& mo
 
 int main(int argc, char** argv) {
   std::string cases_dir, skips_path, filter = ".*";
+#ifdef LOOM_NODE_TESTS_HAVE_COMPILE
+  std::string modes_arg = "reference,compiled";
+#else
   std::string modes_arg = "reference,optimized";
+#endif
   int timeout_s = 120;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -285,20 +314,20 @@ int main(int argc, char** argv) {
     else if (a == "--timeout") timeout_s = std::stoi(value());
     else if (!a.empty() && a[0] != '-' && cases_dir.empty()) cases_dir = a;
     else {
-      std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized] [--rtol R --atol A] [--timeout S]\n";
+      std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized,compiled] [--rtol R --atol A] [--timeout S]\n";
       return 2;
     }
   }
   if (cases_dir.empty() || skips_path.empty()) {
-    std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized] [--rtol R --atol A] [--timeout S]\n";
+    std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized,compiled] [--rtol R --atol A] [--timeout S]\n";
     return 2;
   }
   std::vector<std::string> modes;
   for (size_t p = 0; p <= modes_arg.size();) {
     size_t q = std::min(modes_arg.find(',', p), modes_arg.size());
     modes.push_back(modes_arg.substr(p, q - p));
-    if (modes.back() != "reference" && modes.back() != "optimized") {
-      std::cerr << "--modes takes reference and/or optimized, got '" << modes.back() << "'\n";
+    if (modes.back() != "reference" && modes.back() != "optimized" && modes.back() != "compiled") {
+      std::cerr << "--modes takes reference, optimized and/or compiled, got '" << modes.back() << "'\n";
       return 2;
     }
     p = q + 1;
