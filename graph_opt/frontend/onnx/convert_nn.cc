@@ -1,4 +1,4 @@
-// Converters of ONNX's neural-network operators: Conv, Gemm, MatMul, BatchNormalization,
+// Converters of ONNX's neural-network operators: Conv, ConvTranspose, Gemm, MatMul, BatchNormalization,
 // MaxPool, AveragePool, GlobalAveragePool, Softmax, LayerNormalization.
 #include <fmt/ranges.h>
 
@@ -75,6 +75,90 @@ void conv(Importer& im) {
   if (im.has_input(2)) inputs.push_back(im.input(2));
   im.set_output(0, im.op("conv2d", inputs,
                          {{"strides", win.strides}, {"padding", win.pads}, {"dilation", win.dilations}, {"groups", groups}}));
+}
+
+/// `v` restricted to indices [begin, begin + count) of `axis` (a take with constant indices).
+Value slice(Importer& im, Value v, int64_t axis, int64_t begin, int64_t count, int64_t step = 1) {
+  runtime::NDArray idx = runtime::NDArray::empty({count}, DataType::Int(64));
+  for (int64_t i = 0; i < count; ++i) idx.data<int64_t>()[i] = begin + i * step;
+  return im.op("take", {v, im.constant(idx, "indices")}, {{"axis", axis}});
+}
+
+/// ConvTranspose as a convolution: the input with s-1 zeros inserted between elements (a
+/// reshape, a pad and a reshape), padded by d*(k-1) - pad (cropped where that is negative),
+/// convolved at stride 1 with the kernel flipped and its in/out channels swapped per group.
+void conv_transpose(Importer& im) {
+  std::vector<int64_t> x = spatial_input(im, "transposed convolution");
+  std::vector<int64_t> w = im.input_shape(1);
+  if (w.size() != 4) im.invalid(fmt::format("weight {} is not 4-D", shape_str(w)));
+  const int64_t g = im.attr_int("group", 1);
+  if (g < 1 || x[1] != w[0] || w[0] % g) im.invalid(fmt::format("input {} and weight {} do not fit group {}", shape_str(x), shape_str(w), g));
+  std::vector<int64_t> kernel = im.attr_ints("kernel_shape", std::vector<int64_t>{w[2], w[3]});
+  if (kernel != std::vector<int64_t>{w[2], w[3]})
+    im.invalid(fmt::format("kernel_shape [{}] does not match the weight {}", fmt::join(kernel, ","), shape_str(w)));
+  std::vector<int64_t> s = im.attr_ints("strides", std::vector<int64_t>{1, 1});
+  std::vector<int64_t> d = im.attr_ints("dilations", std::vector<int64_t>{1, 1});
+  std::vector<int64_t> op = im.attr_ints("output_padding", std::vector<int64_t>{0, 0});
+  std::vector<int64_t> pads = im.attr_ints("pads", std::vector<int64_t>{0, 0, 0, 0});
+  std::vector<int64_t> out_shape = im.attr_ints("output_shape", std::vector<int64_t>{});
+  const std::string auto_pad = im.attr_str("auto_pad", "NOTSET");
+  if (s.size() != 2 || d.size() != 2 || op.size() != 2 || pads.size() != 4)
+    im.invalid("strides, dilations, output_padding and pads do not fit 2 spatial dims");
+  if (out_shape.size() == 4) out_shape = {out_shape[2], out_shape[3]};
+  for (int a = 0; a < 2; ++a) {
+    if (s[a] < 1 || d[a] < 1) im.invalid("strides and dilations must be positive");
+    const int64_t full = s[a] * (x[a + 2] - 1) + op[a] + (kernel[a] - 1) * d[a] + 1;
+    std::optional<int64_t> total;  // none: the pads attribute stands
+    if (!out_shape.empty()) {
+      if (out_shape.size() != 2) im.invalid(fmt::format("output_shape [{}] does not fit 2 spatial dims", fmt::join(out_shape, ",")));
+      total = full - out_shape[a];
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      total = full - x[a + 2] * s[a];
+    } else if (auto_pad == "VALID") {
+      total = 0;
+    } else if (auto_pad != "NOTSET") {
+      im.invalid("auto_pad '" + auto_pad + "' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+    }
+    if (total) {
+      // total < 0 (an output_shape past the input's reach) pads the end, as output_padding does.
+      const int64_t t = *total, half = t >= 0 ? t / 2 : -((-t + 1) / 2);  // floor(t / 2)
+      const bool upper = auto_pad == "SAME_UPPER";
+      pads[a] = upper ? half : t - half;
+      pads[a + 2] = upper ? t - half : half;
+    }
+  }
+  // The input with zeros inserted: [N,C,H,W] -> [N,C,H,1,W,1] -> padded to [N,C,H,sh,W,sw] -> [N,C,H*sh,W*sw]
+  // (s-1 zeros after each element, so also after the last one).
+  Value data = im.input(0);
+  if (s[0] > 1 || s[1] > 1) {
+    data = im.reshape(data, {x[0], x[1], x[2], 1, x[3], 1});
+    data = im.op("pad", {data}, {{"pads", std::vector<int64_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, s[0] - 1, 0, s[1] - 1}}});
+    data = im.reshape(data, {x[0], x[1], x[2] * s[0], x[3] * s[1]});
+  }
+  std::vector<int64_t> conv_pads(4);
+  for (int a = 0; a < 2; ++a) {
+    int64_t begin = (kernel[a] - 1) * d[a] - pads[a];
+    int64_t end = (kernel[a] - 1) * d[a] - pads[a + 2] + op[a] - (s[a] - 1);
+    const int64_t len = x[a + 2] * s[a];
+    if (begin < 0 || end < 0) {
+      const int64_t from = std::max<int64_t>(0, -begin), to = len - std::max<int64_t>(0, -end);
+      if (to <= from) im.invalid(fmt::format("pads [{}] crop away the whole output", fmt::join(pads, ",")));
+      data = slice(im, data, a + 2, from, to - from);
+    }
+    conv_pads[a] = std::max<int64_t>(0, begin);
+    conv_pads[a + 2] = std::max<int64_t>(0, end);
+  }
+  // The kernel [C, M/g, kh, kw] as a convolution's [M, C/g, kh, kw], flipped.
+  const int64_t cg = w[0] / g, mg = w[1];
+  Value k = im.reshape(im.input(1), {g, cg, mg, w[2], w[3]});
+  k = im.op("transpose", {k}, {{"axes", std::vector<int64_t>{0, 2, 1, 3, 4}}});
+  k = im.reshape(k, {g * mg, cg, w[2], w[3]});
+  if (w[2] > 1) k = slice(im, k, 2, w[2] - 1, w[2], -1);
+  if (w[3] > 1) k = slice(im, k, 3, w[3] - 1, w[3], -1);
+  std::vector<Value> inputs{data, k};
+  if (im.has_input(2)) inputs.push_back(im.input(2));
+  im.set_output(0, im.op("conv2d", inputs, {{"strides", std::vector<int64_t>{1, 1}}, {"padding", conv_pads},
+                                             {"dilation", d}, {"groups", g}}));
 }
 
 void gemm(Importer& im) {
@@ -302,6 +386,7 @@ void layer_norm(Importer& im) {
 
 void add_nn_converters(std::map<std::string, Converter>& m) {
   m["Conv"] = conv;
+  m["ConvTranspose"] = conv_transpose;
   m["Gemm"] = gemm;
   m["MatMul"] = matmul;
   m["BatchNormalization"] = batch_norm;
