@@ -6,21 +6,13 @@
 #include "graph_test_util.h"
 #include "loom/graph_opt/memory_plan.h"
 #include "loom/graph_opt/passes.h"
+#include "loom/graph_opt/reference.h"
 
 namespace loom::graph_opt {
 namespace {
 
+using test::group_members;
 using Groups = std::vector<std::vector<std::string>>;
-
-Groups group_members(const Graph& g) {
-  Groups r;
-  for (const FusedGroup& grp : g.groups) {
-    std::vector<std::string> m;
-    for (int n : grp.nodes) m.push_back(g.nodes[size_t(n)].name);
-    r.push_back(m);
-  }
-  return r;
-}
 
 /// ResNet-18's kernels after the O3 pipeline. Every conv+bn(+relu) is one conv2d_nchwc with
 /// the batch norm folded into its weights and bias (named as the conv), the relu fused; the
@@ -89,6 +81,52 @@ TEST(GraphModels, MobileNetV2FusedGroupsAndMemoryPlan) {
   validate_memory_plan(o, p);
   std::cout << "mobilenet_v2: " << p.summary() << "\n";
   EXPECT_LT(p.arena_bytes, p.unshared_bytes);
+}
+
+// The loop docs/graph.md gives the compile step, on the small ResNet-18: every group's
+// composed computation, its anchor's template, and where each input comes from.
+TEST(GraphModels, CompileStepApi) {
+  Graph f = optimize(models::resnet18(test::small_model()));
+  MemoryPlan plan = plan_memory(f);
+  std::map<std::string, int> templates;
+  for (size_t i = 0; i < f.groups.size(); ++i) {
+    const FusedGroup& grp = f.groups[i];
+    GroupCompute c = compose_group(f, int(i));
+    ASSERT_EQ(c.inputs.size(), grp.inputs.size());
+    ASSERT_EQ(c.outputs.size(), grp.outputs.size());
+    for (size_t k = 0; k < grp.outputs.size(); ++k) {
+      std::vector<int64_t> shape;
+      for (const te::Expr& e : c.outputs[k].shape()) shape.push_back(*te::as_const_int(e));
+      EXPECT_EQ(shape, f.type(grp.outputs[k]).shape) << grp.name;
+    }
+    if (grp.anchor >= 0) {
+      const Node& a = f.nodes[size_t(grp.anchor)];
+      EXPECT_TRUE(c.anchor.defined());
+      std::vector<TensorType> in;
+      for (ValueRef v : a.inputs) in.push_back(f.type(v));
+      const te::ops::OpDef& def = te::ops::get_op(a.op);
+      auto s = def.strategy.find("llvm");
+      std::optional<te::ops::TemplateCall> call;
+      if (s != def.strategy.end()) call = s->second(in, a.attrs);
+      ++templates[call ? call->name : a.op + " (none)"];
+    }
+    for (ValueRef v : grp.inputs) {
+      const Node& n = f.node(v);
+      if (n.is_input()) continue;
+      if (n.is_constant()) {
+        EXPECT_TRUE(n.value.defined());
+        continue;
+      }
+      bool graph_output = std::find(f.outputs.begin(), f.outputs.end(), v) != f.outputs.end();
+      EXPECT_TRUE(graph_output || plan.find(v) != nullptr) << f.value_name(v);
+    }
+  }
+  // conv1 reads 3-channel NCHW data: no template (a schedule generated from its pattern).
+  EXPECT_EQ(templates, (std::map<std::string, int>{{"conv2d_nchwc", 19},
+                                                   {"conv2d_nchwc (none)", 1},
+                                                   {"dense_pack", 1},
+                                                   {"global_avg_pool2d (none)", 1},
+                                                   {"max_pool2d (none)", 1}}));
 }
 
 }  // namespace
