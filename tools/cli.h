@@ -142,5 +142,6 @@ Command build_command();
 Command bench_command();
 Command show_command();
 Command records_command();
+Command run_model_command();  // `loom run`
 
 }  // namespace loom::cli

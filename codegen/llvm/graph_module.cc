@@ -119,8 +119,9 @@ nlohmann::json graph_info(const GraphModuleNode& node) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& k : plan.kernels) {
     nlohmann::json args = nlohmann::json::array();
-    for (int32_t t : k.args) args.push_back(plan.tensors[t].name);
-    kernels.push_back({{"name", k.name}, {"note", k.note}, {"args", args}});
+    int64_t bytes = 0;
+    for (int32_t t : k.args) args.push_back(plan.tensors[t].name), bytes += plan.tensors[t].nbytes();
+    kernels.push_back({{"name", k.name}, {"note", k.note}, {"args", args}, {"bytes", bytes}});
   }
   return {{"functions",
            {{{"name", plan.name}, {"args", run_args}}, {{"name", node.profile_name()}, {"args", profile_args}}}},

@@ -39,7 +39,7 @@ class GraphModuleNode : public runtime::ModuleNode, public std::enable_shared_fr
 
 /// The JSON `info_json()` and the exported `loom_module_info()` return: "functions" (run and
 /// run_profile with their arguments, as other modules list theirs), "inputs" and "outputs"
-/// ({"name","dtype","shape"}), "kernels" ({"name","note","args":[tensor names]}),
+/// ({"name","dtype","shape"}), "kernels" ({"name","note","args":[tensor names],"bytes": of its arguments}),
 /// "arena_bytes", "unplanned_bytes", "constants_bytes", "target", "version", "type_key".
 nlohmann::json graph_info(const GraphModuleNode& node);
 

@@ -245,7 +245,10 @@ TEST(GraphModule, InfoDescribesInputsOutputsAndKernels) {
   EXPECT_EQ(info["outputs"][1], nlohmann::json({{"name", "s"}, {"dtype", "float32"}, {"shape", {N}}}));
   EXPECT_EQ(info["outputs"][3]["name"], "W");
   ASSERT_EQ(info["kernels"].size(), 5u);
-  EXPECT_EQ(info["kernels"][0], nlohmann::json({{"name", "k_matmul"}, {"note", "matmul"}, {"args", {"x", "W", "y"}}}));
+  EXPECT_EQ(info["kernels"][0], nlohmann::json({{"name", "k_matmul"},
+                                                {"note", "matmul"},
+                                                {"args", {"x", "W", "y"}},
+                                                {"bytes", (N * K + K * M + N * M) * 4}}));
   EXPECT_EQ(info["arena_bytes"], 256);
   EXPECT_EQ(info["unplanned_bytes"], 3 * N * M * 4);
   EXPECT_EQ(info["constants_bytes"], 192 + 64);  // W (168 bytes) and b (24), each padded to 64 bytes
