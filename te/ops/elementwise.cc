@@ -53,6 +53,7 @@ Expr mul_e(Expr a, Expr b) { return a * b; }
 Expr div_e(Expr a, Expr b) { return a / b; }
 Expr max_e(Expr a, Expr b) { return te::max(a, b); }
 Expr min_e(Expr a, Expr b) { return te::min(a, b); }
+Expr pow_e(Expr a, Expr b) { return te::pow(a, b); }
 
 }  // namespace
 
@@ -75,16 +76,92 @@ Tensor minimum(const Tensor& a, const Tensor& b, const std::string& name) {
   return broadcast_binary(a, b, "minimum", name, min_e);
 }
 
-Tensor bias_add(const Tensor& data, const Tensor& bias, int axis, const std::string& name) {
+Tensor power(const Tensor& a, const Tensor& b, const std::string& name) {
+  LOOM_CHECK(a.dtype().is_float(), "power: a must be floating point, got {}", a.dtype().str());
+  return broadcast_binary(a, b, "power", name, pow_e);
+}
+
+namespace {
+
+/// The channel axis of a per-channel operator: its position and, in a blocked layout, the
+/// position and size of its block.
+struct ChannelAxis {
+  int outer;
+  int inner = -1;
+  int64_t block = 1;
+};
+
+ChannelAxis channel_axis(size_t ndim, int axis, const std::string& layout, std::string_view op) {
+  int ax = detail::normalize_axis(axis, ndim, op);
+  if (layout.empty()) return {ax};
+  Layout l = Layout::parse(layout);
+  LOOM_CHECK(l.ndim() == ndim, "{}: layout '{}' has {} axes but the data has {} dims", op, layout, l.ndim(), ndim);
+  char c = l.axes[size_t(ax)].name;
+  LOOM_CHECK(l.axes[size_t(ax)].factor == 0,
+             "{}: axis {} of layout '{}' is the sub-axis '{}'; name the primal (uppercase) channel axis", op, ax,
+             layout, c);
+  ChannelAxis ca{ax};
+  if (int64_t b = l.block_of(c)) {
+    ca.inner = l.index_of(char(c - 'A' + 'a'));
+    ca.block = b;
+  }
+  return ca;
+}
+
+}  // namespace
+
+Expr channel_index(const std::vector<Var>& index, int axis, const std::string& layout, std::string_view op) {
+  ChannelAxis ca = channel_axis(index.size(), axis, layout, op);
+  if (ca.inner < 0) return index[size_t(ca.outer)];
+  return index[size_t(ca.outer)] * int_const(ca.block) + index[size_t(ca.inner)];
+}
+
+int64_t channel_count(const std::vector<int64_t>& shape, int axis, const std::string& layout, std::string_view op) {
+  ChannelAxis ca = channel_axis(shape.size(), axis, layout, op);
+  return shape[size_t(ca.outer)] * ca.block;
+}
+
+namespace {
+
+/// Checks that each of `params` is 1-D with `count` elements and data's dtype.
+void check_channel_params(std::string_view op, const Tensor& data, const std::vector<int64_t>& ds, int axis,
+                          int64_t count, const std::vector<std::pair<const Tensor*, const char*>>& params) {
+  for (auto [t, what] : params) {
+    auto ts = const_shape(*t, op, what);
+    LOOM_CHECK(ts.size() == 1 && ts[0] == count,
+               "{}: data is {} with {} channels along axis {} but {} is {}; it must be 1-D with one element per "
+               "channel",
+               op, shape_str(ds), count, detail::normalize_axis(axis, ds.size(), op), what, shape_str(ts));
+    detail::check_same_dtype(data, *t, op, "data", what);
+  }
+}
+
+}  // namespace
+
+Tensor bias_add(const Tensor& data, const Tensor& bias, int axis, const std::string& layout, const std::string& name) {
   auto s = const_shape(data, "bias_add", "data");
-  auto bs = const_shape(bias, "bias_add", "bias");
-  detail::check_same_dtype(data, bias, "bias_add", "data", "bias");
-  int ax = detail::normalize_axis(axis, s.size(), "bias_add");
-  LOOM_CHECK(bs.size() == 1 && bs[0] == s[ax],
-             "bias_add: data is {} but bias is {}; bias must be 1-D with data's extent along axis {} ({})",
-             shape_str(s), shape_str(bs), ax, s[ax]);
+  int64_t count = channel_count(s, axis, layout, "bias_add");
+  check_channel_params("bias_add", data, s, axis, count, {{&bias, "bias"}});
   FCompute fc = [=](const std::vector<Var>& iv) -> Expr {
-    return data(std::vector<Expr>(iv.begin(), iv.end())) + bias(iv[ax]);
+    return data(std::vector<Expr>(iv.begin(), iv.end())) + bias(channel_index(iv, axis, layout, "bias_add"));
+  };
+  return compute(to_exprs(s), fc, name, "broadcast");
+}
+
+Tensor batch_norm(const Tensor& data, const Tensor& gamma, const Tensor& beta, const Tensor& mean, const Tensor& var,
+                  int axis, double eps, const std::string& layout, const std::string& name) {
+  const char* op = "batch_norm";
+  auto s = const_shape(data, op, "data");
+  LOOM_CHECK(data.dtype().is_float(), "batch_norm: data must be floating point, got {}", data.dtype().str());
+  LOOM_CHECK(eps >= 0, "batch_norm: epsilon must be non-negative, got {}", eps);
+  int64_t count = channel_count(s, axis, layout, op);
+  check_channel_params(op, data, s, axis, count,
+                       {{&gamma, "gamma"}, {&beta, "beta"}, {&mean, "moving_mean"}, {&var, "moving_var"}});
+  Expr e = detail::const_of(data.dtype(), eps);
+  FCompute fc = [=](const std::vector<Var>& iv) -> Expr {
+    Expr c = channel_index(iv, axis, layout, op);
+    Expr x = data(std::vector<Expr>(iv.begin(), iv.end()));
+    return (x - mean(c)) / te::sqrt(var(c) + e) * gamma(c) + beta(c);
   };
   return compute(to_exprs(s), fc, name, "broadcast");
 }
@@ -108,6 +185,53 @@ Tensor tanh(const Tensor& x, const std::string& name) {
 }
 Tensor sigmoid(const Tensor& x, const std::string& name) {
   return unary(x, "sigmoid", name, [](Expr v) { return te::sigmoid(v); });
+}
+
+namespace {
+
+void check_float(const Tensor& x, const char* op) {
+  LOOM_CHECK(x.defined(), "{}: x is an undefined tensor", op);
+  LOOM_CHECK(x.dtype().is_float(), "{}: x must be floating point, got {}", op, x.dtype().str());
+}
+
+}  // namespace
+
+Tensor sqrt(const Tensor& x, const std::string& name) {
+  check_float(x, "sqrt");
+  return unary(x, "sqrt", name, [](Expr v) { return te::sqrt(v); });
+}
+Tensor log(const Tensor& x, const std::string& name) {
+  check_float(x, "log");
+  return unary(x, "log", name, [](Expr v) { return te::log(v); });
+}
+Tensor abs(const Tensor& x, const std::string& name) {
+  return unary(x, "abs", name, [](Expr v) { return te::abs(v); });
+}
+Tensor negative(const Tensor& x, const std::string& name) {
+  return unary(x, "negative", name, [](Expr v) { return -v; });
+}
+Tensor erf(const Tensor& x, const std::string& name) {
+  check_float(x, "erf");
+  return unary(x, "erf", name, [](Expr v) { return te::erf(v); });
+}
+
+Tensor gelu(const Tensor& x, bool tanh_approximation, const std::string& name) {
+  check_float(x, "gelu");
+  DataType t = x.dtype();
+  auto c = [t](double v) { return detail::const_of(t, v); };
+  if (tanh_approximation) {
+    return unary(x, "gelu", name, [c](Expr v) {
+      Expr inner = c(0.7978845608028654) * (v + c(0.044715) * v * v * v);
+      return c(0.5) * v * (c(1.0) + te::tanh(inner));
+    });
+  }
+  return unary(x, "gelu", name, [c](Expr v) { return c(0.5) * v * (c(1.0) + te::erf(v * c(0.7071067811865476))); });
+}
+
+Tensor cast(const Tensor& x, DataType dtype, const std::string& name) {
+  LOOM_CHECK(dtype.lanes() == 1 && dtype.bits() > 0, "cast: the target dtype must be a scalar type, got {}",
+             dtype.str());
+  return unary(x, "cast", name, [dtype](Expr v) { return te::cast(dtype, v); });
 }
 
 }  // namespace loom::te::ops

@@ -73,3 +73,57 @@ Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias, const
 }
 
 }  // namespace loom::te::ops
+
+namespace loom::te::ops {
+
+namespace {
+
+/// Checks a bias of one element per output unit; returns out + bias as a "bias_add" stage.
+Tensor add_dense_bias(const Tensor& out, const Tensor& data, const Tensor& bias, int64_t units, const char* op) {
+  auto bs = const_shape(bias, 1, op, "bias", "[M]");
+  detail::check_same_dtype(data, bias, op, "data", "bias");
+  LOOM_CHECK(bs[0] == units, "{}: the output has {} units but bias is {}; bias must have one element per unit", op,
+             units, shape_str(bs));
+  return compute(out.shape(), [&](Var i, Var j) { return out(i, j) + bias(j); }, "bias_add", "broadcast");
+}
+
+}  // namespace
+
+Tensor dense_pack(const Tensor& data, const Tensor& packed, int64_t units, const Tensor& bias,
+                  const std::string& name) {
+  const char* op = "dense_pack";
+  auto d = const_shape(data, 2, op, "data", "[N,K]");
+  auto w = const_shape(packed, 3, op, "packed weight", "[ceil(M/b),K,b]");
+  detail::check_same_dtype(data, packed, op, "data", "packed weight");
+  LOOM_CHECK(d[1] == w[1], "dense_pack: data is {} but the packed weight is {}; data's columns must equal its dim 1 (K)",
+             shape_str(d), shape_str(w));
+  LOOM_CHECK(units > 0 && units <= w[0] * w[2] && units > (w[0] - 1) * w[2],
+             "dense_pack: the packed weight {} holds {} blocks of {}, which does not fit {} units", shape_str(w), w[0],
+             w[2], units);
+  const int64_t b = w[2];
+  IterVar k = reduce_axis(Range(0, detail::int_const(d[1])), "k");
+  Tensor out = compute(to_exprs({d[0], units}), [&](Var i, Var j) {
+    return sum(data(i, k) * packed(floordiv(j, detail::int_const(b)), k, floormod(j, detail::int_const(b))), {k});
+  }, name, "dense");
+  return bias.defined() ? add_dense_bias(out, data, bias, units, op) : out;
+}
+
+Tensor batch_matmul_pack(const Tensor& A, const Tensor& packed, int64_t units, const std::string& name) {
+  const char* op = "batch_matmul_pack";
+  auto a = const_shape(A, 3, op, "A", "[batch,M,K]");
+  auto p = const_shape(packed, 4, op, "packed B", "[batch,ceil(N/b),K,b]");
+  detail::check_same_dtype(A, packed, op, "A", "packed B");
+  LOOM_CHECK(a[0] == p[0] && a[2] == p[2],
+             "batch_matmul_pack: A is {} but packed B is {}; their batch (dim 0) and K (dims 2) must match",
+             shape_str(a), shape_str(p));
+  LOOM_CHECK(units > 0 && units <= p[1] * p[3] && units > (p[1] - 1) * p[3],
+             "batch_matmul_pack: packed B {} holds {} blocks of {}, which does not fit {} columns", shape_str(p), p[1],
+             p[3], units);
+  const int64_t b = p[3];
+  IterVar k = reduce_axis(Range(0, detail::int_const(a[2])), "k");
+  return compute(to_exprs({a[0], a[1], units}), [&](Var n, Var i, Var j) {
+    return sum(A(n, i, k) * packed(n, floordiv(j, detail::int_const(b)), k, floormod(j, detail::int_const(b))), {k});
+  }, name, "batch_matmul");
+}
+
+}  // namespace loom::te::ops

@@ -126,18 +126,95 @@ Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& kernel, Pair stri
   }, name, "depthwise_conv2d_nchw");
 }
 
+Tensor conv2d_nchwc(const Tensor& data, const Tensor& kernel, Pair stride, Pair padding, Pair dilation,
+                    const std::string& name) {
+  const char* op = "conv2d_nchwc";
+  auto d = const_shape(data, op, "data");
+  auto w = const_shape(kernel, op, "kernel");
+  const bool blocked = d.size() == 5;
+  LOOM_CHECK(d.size() == 4 || d.size() == 5, "{}: data must be [N,C,H,W] or [N,C/ib,H,W,ib] but is {}", op,
+             shape_str(d));
+  LOOM_CHECK(w.size() == (blocked ? 6u : 5u), "{}: data is {}, so kernel must be {} but is {}", op, shape_str(d),
+             blocked ? "[K/ob,C/ib,R,S,ib,ob]" : "[K/ob,C,R,S,ob]", shape_str(w));
+  detail::check_same_dtype(data, kernel, op, "data", "kernel");
+  detail::check_pairs(op, stride, padding, dilation);
+  LOOM_CHECK(w[1] == d[1] && (!blocked || w[4] == d[4]),
+             "{}: data is {} but kernel is {}; the kernel's input channels (dims 1{}) must match the data's", op,
+             shape_str(d), shape_str(w), blocked ? " and 4" : "");
+  const int64_t ob = w.back(), R = w[2], S = w[3];
+  int64_t OH = out_extent(op, "height", d[2], R, stride[0], padding[0], dilation[0]);
+  int64_t OW = out_extent(op, "width", d[3], S, stride[1], padding[1], dilation[1]);
+  std::vector<int64_t> before(d.size(), 0);
+  before[2] = padding[0];
+  before[3] = padding[1];
+  Tensor p = padding[0] || padding[1] ? pad(data, before, before, Expr(), "pad") : data;
+  IterVar ry = reduce_axis(Range(0, int_const(R)), "ry");
+  IterVar rx = reduce_axis(Range(0, int_const(S)), "rx");
+  if (blocked) {
+    IterVar rco = reduce_axis(Range(0, int_const(d[1])), "rco");
+    IterVar rci = reduce_axis(Range(0, int_const(d[4])), "rci");
+    return compute(to_exprs({d[0], w[0], OH, OW, ob}), [&](Var n, Var kb, Var y, Var x, Var v) {
+      Expr h = scaled(y, stride[0]) + scaled(ry, dilation[0]);
+      Expr ww = scaled(x, stride[1]) + scaled(rx, dilation[1]);
+      return sum(p(n, rco, h, ww, rci) * kernel(kb, rco, ry, rx, rci, v), {rco, ry, rx, rci});
+    }, name, "conv2d_nchwc");
+  }
+  IterVar rc = reduce_axis(Range(0, int_const(d[1])), "rc");
+  return compute(to_exprs({d[0], w[0], OH, OW, ob}), [&](Var n, Var kb, Var y, Var x, Var v) {
+    Expr h = scaled(y, stride[0]) + scaled(ry, dilation[0]);
+    Expr ww = scaled(x, stride[1]) + scaled(rx, dilation[1]);
+    return sum(p(n, rc, h, ww) * kernel(kb, rc, ry, rx, v), {rc, ry, rx});
+  }, name, "conv2d_nchwc");
+}
+
+Tensor depthwise_conv2d_nchwc(const Tensor& data, const Tensor& kernel, Pair stride, Pair padding, Pair dilation,
+                              const std::string& name) {
+  const char* op = "depthwise_conv2d_nchwc";
+  auto d = const_shape(data, 5, op, "data", "[N,C/b,H,W,b]");
+  auto w = const_shape(kernel, 6, op, "kernel", "[C/b,1,R,S,1,b]");
+  detail::check_same_dtype(data, kernel, op, "data", "kernel");
+  detail::check_pairs(op, stride, padding, dilation);
+  LOOM_CHECK(w[0] == d[1] && w[1] == 1 && w[4] == 1 && w[5] == d[4],
+             "{}: data is {} but kernel is {}; the kernel must be [{},1,R,S,1,{}] (one filter per channel)", op,
+             shape_str(d), shape_str(w), d[1], d[4]);
+  int64_t OH = out_extent(op, "height", d[2], w[2], stride[0], padding[0], dilation[0]);
+  int64_t OW = out_extent(op, "width", d[3], w[3], stride[1], padding[1], dilation[1]);
+  std::vector<int64_t> before{0, 0, padding[0], padding[1], 0};
+  Tensor p = padding[0] || padding[1] ? pad(data, before, before, Expr(), "pad") : data;
+  IterVar ry = reduce_axis(Range(0, int_const(w[2])), "ry");
+  IterVar rx = reduce_axis(Range(0, int_const(w[3])), "rx");
+  return compute(to_exprs({d[0], d[1], OH, OW, d[4]}), [&](Var n, Var c, Var y, Var x, Var v) {
+    Expr h = scaled(y, stride[0]) + scaled(ry, dilation[0]);
+    Expr ww = scaled(x, stride[1]) + scaled(rx, dilation[1]);
+    return sum(p(n, c, h, ww, v) * kernel(c, 0, ry, rx, 0, v), {ry, rx});
+  }, name, "depthwise_conv2d_nchwc");
+}
+
 // ---------------------------------------------------------------- pooling
 
 namespace {
 
 struct PoolDims {
-  std::vector<int64_t> d;
+  std::vector<int64_t> d;  // [N,C,H,W] or [N,C/c,H,W,c]
   int64_t OH, OW;
+  std::vector<int64_t> out_shape() const {
+    std::vector<int64_t> o = d;
+    o[2] = OH;
+    o[3] = OW;
+    return o;
+  }
 };
+
+std::vector<int64_t> pool_shape(std::string_view op, const Tensor& data) {
+  auto d = const_shape(data, op, "data");
+  LOOM_CHECK(d.size() == 4 || d.size() == 5,
+             "{}: data must be 4-D [N,C,H,W] or 5-D channel-blocked [N,C/c,H,W,c] but is {}", op, shape_str(d));
+  return d;
+}
 
 PoolDims check_pool(std::string_view op, const Tensor& data, Pair kernel, Pair stride, Pair padding) {
   PoolDims p;
-  p.d = const_shape(data, 4, op, "data", "[N,C,H,W]");
+  p.d = pool_shape(op, data);
   detail::check_pairs(op, stride, padding, {1, 1});
   LOOM_CHECK(kernel[0] > 0 && kernel[1] > 0, "{}: kernel must be positive, got {{{}, {}}}", op, kernel[0], kernel[1]);
   LOOM_CHECK(padding[0] < kernel[0] && padding[1] < kernel[1],
@@ -148,27 +225,44 @@ PoolDims check_pool(std::string_view op, const Tensor& data, Pair kernel, Pair s
   return p;
 }
 
+/// data padded by `padding` on dims 2 and 3 (of 4 or 5), or data itself.
+Tensor pad_hw(const Tensor& data, size_t ndim, Pair padding, Expr value = Expr()) {
+  if (padding[0] == 0 && padding[1] == 0) return data;
+  std::vector<int64_t> before(ndim, 0);
+  before[2] = padding[0];
+  before[3] = padding[1];
+  return pad(data, before, before, std::move(value), "pad");
+}
+
+/// `iv` with dims 2 and 3 replaced by h and w.
+std::vector<Expr> window_index(const std::vector<Var>& iv, Expr h, Expr w) {
+  std::vector<Expr> idx(iv.begin(), iv.end());
+  idx[2] = std::move(h);
+  idx[3] = std::move(w);
+  return idx;
+}
+
 /// Sum over each window of the zero-padded input; stage "pool_sum".
 Tensor pool_sum(const Tensor& data, const PoolDims& pd, Pair kernel, Pair stride, Pair padding,
                 const std::string& name) {
-  Tensor p = pad_spatial(data, 2, padding);
+  Tensor p = pad_hw(data, pd.d.size(), padding);
   IterVar rh = reduce_axis(Range(0, int_const(kernel[0])), "rh");
   IterVar rw = reduce_axis(Range(0, int_const(kernel[1])), "rw");
-  return compute(to_exprs({pd.d[0], pd.d[1], pd.OH, pd.OW}), [&](Var n, Var c, Var y, Var x) {
-    return sum(p(n, c, scaled(y, stride[0]) + rh, scaled(x, stride[1]) + rw), {rh, rw});
-  }, name, "pool_sum");
+  return compute(to_exprs(pd.out_shape()), FCompute([&](const std::vector<Var>& iv) {
+    return sum(p(window_index(iv, scaled(iv[2], stride[0]) + rh, scaled(iv[3], stride[1]) + rw)), {rh, rw});
+  }), name, "pool_sum");
 }
 
 }  // namespace
 
 Tensor max_pool2d(const Tensor& data, Pair kernel, Pair stride, Pair padding, const std::string& name) {
   PoolDims pd = check_pool("max_pool2d", data, kernel, stride, padding);
-  Tensor p = pad_spatial(data, 2, padding, min_value(data.dtype()));
+  Tensor p = pad_hw(data, pd.d.size(), padding, min_value(data.dtype()));
   IterVar rh = reduce_axis(Range(0, int_const(kernel[0])), "rh");
   IterVar rw = reduce_axis(Range(0, int_const(kernel[1])), "rw");
-  return compute(to_exprs({pd.d[0], pd.d[1], pd.OH, pd.OW}), [&](Var n, Var c, Var y, Var x) {
-    return max_reduce(p(n, c, scaled(y, stride[0]) + rh, scaled(x, stride[1]) + rw), {rh, rw});
-  }, name, "pool_max");
+  return compute(to_exprs(pd.out_shape()), FCompute([&](const std::vector<Var>& iv) {
+    return max_reduce(p(window_index(iv, scaled(iv[2], stride[0]) + rh, scaled(iv[3], stride[1]) + rw)), {rh, rw});
+  }), name, "pool_max");
 }
 
 Tensor avg_pool2d(const Tensor& data, Pair kernel, Pair stride, Pair padding, bool count_include_pad,
@@ -178,26 +272,31 @@ Tensor avg_pool2d(const Tensor& data, Pair kernel, Pair stride, Pair padding, bo
   DataType t = data.dtype();
   int64_t H = pd.d[2], W = pd.d[3];
   bool exclude = !count_include_pad && (padding[0] > 0 || padding[1] > 0);
-  return compute(s.shape(), [&](Var n, Var c, Var y, Var x) {
-    if (!exclude) return s(n, c, y, x) / detail::const_of(t, double(kernel[0] * kernel[1]));
-    Expr h0 = scaled(y, stride[0]) - int_const(padding[0]);
-    Expr w0 = scaled(x, stride[1]) - int_const(padding[1]);
+  return compute(s.shape(), FCompute([&](const std::vector<Var>& iv) {
+    Expr v = s(std::vector<Expr>(iv.begin(), iv.end()));
+    if (!exclude) return v / detail::const_of(t, double(kernel[0] * kernel[1]));
+    Expr h0 = scaled(iv[2], stride[0]) - int_const(padding[0]);
+    Expr w0 = scaled(iv[3], stride[1]) - int_const(padding[1]);
     Expr hn = min(h0 + int_const(kernel[0]), int_const(H)) - max(h0, 0);
     Expr wn = min(w0 + int_const(kernel[1]), int_const(W)) - max(w0, 0);
-    return s(n, c, y, x) / cast(t, hn * wn);
-  }, name, "pool_avg");
+    return v / cast(t, hn * wn);
+  }), name, "pool_avg");
 }
 
 Tensor global_avg_pool2d(const Tensor& data, const std::string& name) {
-  auto d = const_shape(data, 4, "global_avg_pool2d", "data", "[N,C,H,W]");
+  auto d = pool_shape("global_avg_pool2d", data);
   LOOM_CHECK(d[2] > 0 && d[3] > 0, "global_avg_pool2d: data is {}; H and W must be positive", shape_str(d));
   IterVar rh = reduce_axis(Range(0, int_const(d[2])), "rh");
   IterVar rw = reduce_axis(Range(0, int_const(d[3])), "rw");
-  Tensor s = compute(to_exprs({d[0], d[1], 1, 1}), [&](Var n, Var c, Var, Var) {
-    return sum(data(n, c, rh, rw), {rh, rw});
-  }, "pool_sum", "pool_sum");
+  std::vector<int64_t> os = d;
+  os[2] = os[3] = 1;
+  Tensor s = compute(to_exprs(os), FCompute([&](const std::vector<Var>& iv) {
+    return sum(data(window_index(iv, rh, rw)), {rh, rw});
+  }), "pool_sum", "pool_sum");
   Expr count = detail::const_of(data.dtype(), double(d[2] * d[3]));
-  return compute(s.shape(), [&](Var n, Var c, Var y, Var x) { return s(n, c, y, x) / count; }, name, "pool_avg");
+  return compute(s.shape(), FCompute([&](const std::vector<Var>& iv) {
+    return s(std::vector<Expr>(iv.begin(), iv.end())) / count;
+  }), name, "pool_avg");
 }
 
 }  // namespace loom::te::ops

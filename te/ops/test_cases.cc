@@ -25,6 +25,10 @@ std::vector<OpCase> test_cases() {
   add_case("batch_matmul_tb", [] { auto A = ph({2, 13, 17}, "A"), B = ph({2, 6, 17}, "B"); return std::vector{A, B, batch_matmul(A, B, false, true)}; });
   add_case("batch_matmul_bcast", [] { auto A = ph({3, 5, 17}, "A"), B = ph({1, 17, 13}, "B"); return std::vector{A, B, batch_matmul(A, B)}; });
   add_case("dense", [] { auto X = ph({5, 17}, "data"), W = ph({13, 17}, "weight"); return std::vector{X, W, dense(X, W)}; });
+  add_case("dense_pack", [] {
+    auto X = ph({5, 17}, "data"), W = ph({2, 17, 8}, "packed_weight");
+    return std::vector{X, W, dense_pack(X, W, 13)};
+  });
   add_case("dense_bias", [] {
     auto X = ph({5, 17}, "data"), W = ph({13, 17}, "weight"), b = ph({13}, "bias");
     return std::vector{X, W, b, dense(X, W, b)};
@@ -60,6 +64,19 @@ std::vector<OpCase> test_cases() {
     return std::vector{D, K, depthwise_conv2d_nchw(D, K, {2, 2}, {1, 1}, {1, 2})};
   });
 
+  add_case("conv2d_nchwc", [] {
+    auto D = ph({1, 2, 13, 13, 4}, "data"), K = ph({3, 2, 3, 3, 4, 8}, "kernel");
+    return std::vector{D, K, conv2d_nchwc(D, K, {1, 1}, {1, 1})};
+  });
+  add_case("conv2d_nchwc_unblocked_data", [] {
+    auto D = ph({1, 3, 17, 11}, "data"), K = ph({2, 3, 3, 3, 8}, "kernel");
+    return std::vector{D, K, conv2d_nchwc(D, K, {2, 2}, {1, 1})};
+  });
+  add_case("depthwise_conv2d_nchwc", [] {
+    auto D = ph({1, 3, 13, 13, 4}, "data"), K = ph({3, 1, 3, 3, 1, 4}, "kernel");
+    return std::vector{D, K, depthwise_conv2d_nchwc(D, K, {1, 1}, {1, 1})};
+  });
+
   // pooling
   add_case("max_pool2d", [] { auto D = ph({1, 3, 13, 13}, "data"); return std::vector{D, max_pool2d(D, {3, 3}, {2, 2}, {1, 1})}; });
   add_case("max_pool2d_nopad", [] { auto D = ph({2, 3, 17, 10}, "data"); return std::vector{D, max_pool2d(D, {2, 3}, {2, 1})}; });
@@ -83,6 +100,17 @@ std::vector<OpCase> test_cases() {
     return std::vector{X, g, b, layer_norm(X, g, b)};
   });
 
+  add_case("batch_norm_nchw4c", [] {
+    auto X = ph({1, 2, 5, 7, 4}, "x"), g = ph({8}, "gamma"), b = ph({8}, "beta"), m = ph({8}, "mean"), v = ph({8}, "var");
+    return std::vector{X, g, b, m, v, batch_norm(X, g, b, m, v, 1, 1e-5, "NCHW4c")};
+  });
+  add_case("reduce_sum_axis1", [] { auto X = ph({5, 17, 3}, "x"); return std::vector{X, reduce(X, ReduceKind::kSum, {1})}; });
+  add_case("reduce_mean_last_keepdims", [] {
+    auto X = ph({13, 17}, "x");
+    return std::vector{X, reduce(X, ReduceKind::kMean, {-1}, true)};
+  });
+  add_case("reduce_max_all", [] { auto X = ph({3, 13}, "x"); return std::vector{X, reduce(X, ReduceKind::kMax)}; });
+
   // elementwise and broadcast
   add_case("add", [] { auto a = ph({13, 17}, "a"), b = ph({13, 17}, "b"); return std::vector{a, b, add(a, b)}; });
   add_case("add_broadcast", [] { auto a = ph({13, 1, 17}, "a"), b = ph({5, 17}, "b"); return std::vector{a, b, add(a, b)}; });
@@ -99,7 +127,19 @@ std::vector<OpCase> test_cases() {
   add_case("tanh", [] { auto x = ph({30}, "x"); return std::vector{x, tanh(x)}; });
   add_case("sigmoid", [] { auto x = ph({3, 13}, "x"); return std::vector{x, sigmoid(x)}; });
 
+  add_case("gelu", [] { auto x = ph({13, 17}, "x"); return std::vector{x, gelu(x)}; });
+  add_case("power", [] { auto a = ph({13, 17}, "a"), b = ph({17}, "b"); return std::vector{a, b, power(a, b)}; });
+
   // transforms
+  add_case("layout_transform_block", [] {
+    auto x = ph({1, 20, 5, 3}, "x");
+    return std::vector{x, layout_transform(x, "NCHW", "NCHW16c")};
+  });
+  add_case("layout_transform_unblock", [] {
+    auto x = ph({1, 2, 5, 3, 8}, "x");
+    return std::vector{x, layout_transform(x, "NCHW8c", "NCHW", {1, 13, 5, 3})};
+  });
+  add_case("flatten", [] { auto x = ph({3, 5, 17}, "x"); return std::vector{x, flatten(x)}; });
   add_case("transpose", [] { auto x = ph({3, 13, 17}, "x"); return std::vector{x, transpose(x, {2, 0, 1})}; });
   add_case("transpose_reverse", [] { auto x = ph({13, 30}, "x"); return std::vector{x, transpose(x)}; });
   add_case("reshape", [] { auto x = ph({13, 30}, "x"); return std::vector{x, reshape(x, {6, -1, 13})}; });

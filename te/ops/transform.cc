@@ -142,4 +142,80 @@ Tensor concat(const std::vector<Tensor>& inputs, int axis, const std::string& na
   return compute(to_exprs(out), f, name, "injective");
 }
 
+Tensor flatten(const Tensor& x, int axis, const std::string& name) {
+  auto s = const_shape(x, "flatten", "x");
+  LOOM_CHECK(axis >= -int(s.size()) && axis <= int(s.size()), "flatten: axis {} is out of range for a {}-D tensor", axis,
+             s.size());
+  size_t ax = size_t(axis < 0 ? axis + int(s.size()) : axis);
+  int64_t rows = 1, cols = 1;
+  for (size_t d = 0; d < s.size(); ++d) (d < ax ? rows : cols) *= s[d];
+  return reshape(x, {rows, cols}, name);
+}
+
+Tensor squeeze(const Tensor& x, std::vector<int64_t> axes, const std::string& name) {
+  auto s = const_shape(x, "squeeze", "x");
+  std::vector<bool> drop(s.size(), false);
+  if (axes.empty()) {
+    for (size_t d = 0; d < s.size(); ++d) drop[d] = s[d] == 1;
+  }
+  for (int64_t a : axes) {
+    LOOM_CHECK(a >= -int64_t(s.size()) && a < int64_t(s.size()), "squeeze: axis {} is out of range for x of shape {}",
+               a, shape_str(s));
+    size_t d = size_t(detail::normalize_axis(int(a), s.size(), "squeeze"));
+    LOOM_CHECK(s[d] == 1, "squeeze: x is {}; dim {} has extent {}, not 1", shape_str(s), d, s[d]);
+    drop[d] = true;
+  }
+  std::vector<int64_t> out;
+  for (size_t d = 0; d < s.size(); ++d)
+    if (!drop[d]) out.push_back(s[d]);
+  if (out.empty()) out.push_back(1);
+  return reshape(x, out, name);
+}
+
+Tensor unsqueeze(const Tensor& x, std::vector<int64_t> axes, const std::string& name) {
+  auto s = const_shape(x, "unsqueeze", "x");
+  LOOM_CHECK(!axes.empty(), "unsqueeze: no axes given");
+  const int64_t n = int64_t(s.size() + axes.size());
+  std::vector<bool> ins(size_t(n), false);
+  for (int64_t a : axes) {
+    LOOM_CHECK(a >= -n && a < n, "unsqueeze: axis {} is out of range for a {}-D result", a, n);
+    size_t d = size_t(a < 0 ? a + n : a);
+    LOOM_CHECK(!ins[d], "unsqueeze: axis {} is given twice", d);
+    ins[d] = true;
+  }
+  std::vector<int64_t> out;
+  size_t j = 0;
+  for (size_t d = 0; d < size_t(n); ++d) out.push_back(ins[d] ? 1 : s[j++]);
+  return reshape(x, out, name);
+}
+
+Tensor take(const Tensor& x, const Tensor& indices, int axis, const std::string& name) {
+  auto s = const_shape(x, "take", "x");
+  auto is = const_shape(indices, "take", "indices");
+  LOOM_CHECK(indices.dtype().is_int() || indices.dtype().is_uint(), "take: indices must be integers, got {}",
+             indices.dtype().str());
+  LOOM_CHECK(!s.empty(), "take: x must have at least one dim");
+  size_t ax = size_t(detail::normalize_axis(axis, s.size(), "take"));
+  const int64_t n = s[ax];
+  std::vector<int64_t> out(s.begin(), s.begin() + long(ax));
+  out.insert(out.end(), is.begin(), is.end());
+  out.insert(out.end(), s.begin() + long(ax) + 1, s.end());
+  const bool scalar_out = out.empty();
+  if (scalar_out) out.push_back(1);
+  FCompute f = [=](const std::vector<Var>& iv) -> Expr {
+    std::vector<Expr> iidx;
+    for (size_t d = 0; d < is.size(); ++d) iidx.push_back(iv[ax + d]);
+    Expr i = is.empty() ? indices(std::vector<Expr>{}) : indices(iidx);
+    i = cast(DataType::Int(32), i);
+    i = select(i < 0, i + int_const(n), i);
+    i = max(min(i, int_const(n - 1)), int_const(0));
+    std::vector<Expr> idx;
+    for (size_t d = 0; d < ax; ++d) idx.push_back(iv[d]);
+    idx.push_back(i);
+    for (size_t d = ax + 1; d < s.size(); ++d) idx.push_back(iv[d - 1 + is.size()]);
+    return x(idx);
+  };
+  return compute(to_exprs(out), f, name, "injective");
+}
+
 }  // namespace loom::te::ops

@@ -111,6 +111,11 @@ Attrs normalize_attrs(const OpDef& def, const Attrs& attrs, const std::string& w
 /// Output types of `op` applied to `inputs` (checks the input count and the attributes).
 std::vector<TensorType> infer_type(const std::string& op, const std::vector<TensorType>& inputs, const Attrs& attrs);
 
+/// The output types OpDef::infer_type's default derives: `def.compute` built on placeholders
+/// of `inputs` (shape and dtype), and for elementwise and broadcast operators the layout of
+/// an input of the output's shape. For infer_type functions that adjust it.
+std::vector<TensorType> infer_from_compute(const OpDef& def, const std::vector<TensorType>& inputs, const Attrs& attrs);
+
 /// Typed attribute access for compute/infer functions; throws naming the attribute when
 /// absent or of another kind.
 int64_t attr_int(const Attrs& a, const std::string& name);

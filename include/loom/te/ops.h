@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loom/te/tensor.h"
@@ -62,7 +63,22 @@ Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& kernel, Pair stri
                              Pair padding = {0, 0}, Pair dilation = {1, 1},
                              const std::string& name = "depthwise_conv2d_nchw");
 
-// ---------------------------------------------------------------- pooling (NCHW)
+/// 2-D convolution on channel-blocked arrays (oneDNN's nChw{b}c), -> [N, K/ob, OH, OW, ob]:
+///   data [N, C/ib, H, W, ib] ("NCHW{ib}c") with kernel [K/ob, C/ib, R, S, ib, ob] ("OIHW{ib}i{ob}o"), or
+///   data [N, C, H, W] ("NCHW") with kernel [K/ob, C, R, S, ob] ("OIHW{ob}o").
+/// Output sizes as conv2d_nchw; nonzero padding adds a "pad" stage. Reduce axes "rco", "ry", "rx",
+/// "rci" (blocked data) or "rc", "ry", "rx". Tag "conv2d_nchwc".
+Tensor conv2d_nchwc(const Tensor& data, const Tensor& kernel, Pair stride = {1, 1}, Pair padding = {0, 0},
+                    Pair dilation = {1, 1}, const std::string& name = "conv2d_nchwc");
+
+/// Depthwise convolution (multiplier 1) of data [N, C/b, H, W, b] ("NCHW{b}c") with kernel
+/// [C/b, 1, R, S, 1, b] ("OIHW1i{b}o", layout_transform of a [C,1,R,S] kernel) -> [N, C/b, OH,
+/// OW, b]. Reduce axes "ry", "rx". Tag "depthwise_conv2d_nchwc".
+Tensor depthwise_conv2d_nchwc(const Tensor& data, const Tensor& kernel, Pair stride = {1, 1}, Pair padding = {0, 0},
+                              Pair dilation = {1, 1}, const std::string& name = "depthwise_conv2d_nchwc");
+
+// ---------------------------------------------------------------- pooling (NCHW or NCHW{c}c)
+// data is [N,C,H,W] or channel-blocked [N,C/c,H,W,c]: the window slides over dims 2 and 3.
 /// Max over each kernel window; padding takes the dtype's lowest value. Output size
 /// (H + 2*ph - kh) / sh + 1. Tag "pool_max", reduce axes "rh", "rw".
 Tensor max_pool2d(const Tensor& data, Pair kernel, Pair stride = {1, 1}, Pair padding = {0, 0},
@@ -74,8 +90,20 @@ Tensor max_pool2d(const Tensor& data, Pair kernel, Pair stride = {1, 1}, Pair pa
 Tensor avg_pool2d(const Tensor& data, Pair kernel, Pair stride = {1, 1}, Pair padding = {0, 0},
                   bool count_include_pad = true, const std::string& name = "avg_pool2d");
 
-/// Mean over H and W of data[N,C,H,W] -> [N,C,1,1]: a "pool_sum" stage then "pool_avg".
+/// Mean over H and W of data[N,C,H,W] -> [N,C,1,1] (or [N,C/c,H,W,c] -> [N,C/c,1,1,c]): a
+/// "pool_sum" stage then "pool_avg".
 Tensor global_avg_pool2d(const Tensor& data, const std::string& name = "global_avg_pool2d");
+
+/// out[N,M] = sum_k data[N,K] * packed[j/b, k, j%b] (+ bias[M]) with the weight pre-packed as
+/// [ceil(M/b), K, b] (layout_transform of a [M,K] weight from "OI" to "OI{b}o", zero-padded),
+/// M = `units`. Tag "dense"; a bias is a "bias_add" stage as in dense.
+Tensor dense_pack(const Tensor& data, const Tensor& packed, int64_t units, const Tensor& bias = Tensor(),
+                  const std::string& name = "dense_pack");
+
+/// C[b,M,N] = sum_k A[b,M,K] * packed[b, j/blk, k, j%blk] with B pre-packed as [batch,
+/// ceil(N/blk), K, blk] (layout_transform "BKN" -> "BNK{blk}n"), N = `units`. Tag "batch_matmul".
+Tensor batch_matmul_pack(const Tensor& A, const Tensor& packed, int64_t units,
+                         const std::string& name = "batch_matmul_pack");
 
 // ---------------------------------------------------------------- normalization
 /// exp(x - max) / sum(exp(x - max)) along `axis` (negative counts from the end). Stages:
@@ -99,9 +127,27 @@ Tensor multiply(const Tensor& a, const Tensor& b, const std::string& name = "mul
 Tensor divide(const Tensor& a, const Tensor& b, const std::string& name = "divide");
 Tensor maximum(const Tensor& a, const Tensor& b, const std::string& name = "maximum");
 Tensor minimum(const Tensor& a, const Tensor& b, const std::string& name = "minimum");
+/// a ** b elementwise (floating point).
+Tensor power(const Tensor& a, const Tensor& b, const std::string& name = "power");
 
-/// data + bias broadcast along `axis` (bias is 1-D of size data.shape[axis]). Tag "broadcast".
-Tensor bias_add(const Tensor& data, const Tensor& bias, int axis = 1, const std::string& name = "bias_add");
+/// The channel index of an element for per-channel operators: along `axis` of an unblocked
+/// `layout` (or of no layout), or, when the layout splits that axis's letter into blocks
+/// ("NCHW16c", axis 1), outer * block + inner.
+Expr channel_index(const std::vector<Var>& index, int axis, const std::string& layout, std::string_view op);
+/// The channel count (the extent of the `axis` channel, times its block in a blocked `layout`).
+int64_t channel_count(const std::vector<int64_t>& shape, int axis, const std::string& layout, std::string_view op);
+
+/// data + bias broadcast along `axis`, or along the channel that `layout` blocks (bias is 1-D
+/// of the channel count; see channel_index). Tag "broadcast".
+Tensor bias_add(const Tensor& data, const Tensor& bias, int axis = 1, const std::string& layout = "",
+                const std::string& name = "bias_add");
+
+/// Inference batch normalization along the channel `axis` (layout as in bias_add):
+/// (x - mean[c]) / sqrt(var[c] + eps) * gamma[c] + beta[c], each parameter 1-D of the channel
+/// count. Tag "broadcast".
+Tensor batch_norm(const Tensor& data, const Tensor& gamma, const Tensor& beta, const Tensor& mean, const Tensor& var,
+                  int axis = 1, double eps = 1e-5, const std::string& layout = "",
+                  const std::string& name = "batch_norm");
 
 /// Unary elementwise ops. Tag "elemwise".
 Tensor relu(const Tensor& x, const std::string& name = "relu");
@@ -110,6 +156,24 @@ Tensor clip(const Tensor& x, double lo, double hi, const std::string& name = "cl
 Tensor exp(const Tensor& x, const std::string& name = "exp");
 Tensor tanh(const Tensor& x, const std::string& name = "tanh");
 Tensor sigmoid(const Tensor& x, const std::string& name = "sigmoid");
+Tensor sqrt(const Tensor& x, const std::string& name = "sqrt");
+Tensor log(const Tensor& x, const std::string& name = "log");
+Tensor abs(const Tensor& x, const std::string& name = "abs");
+Tensor negative(const Tensor& x, const std::string& name = "negative");
+Tensor erf(const Tensor& x, const std::string& name = "erf");
+/// x * Phi(x): 0.5 x (1 + erf(x / sqrt 2)), or with `tanh_approximation` 0.5 x (1 + tanh(sqrt(2/pi)
+/// (x + 0.044715 x^3))).
+Tensor gelu(const Tensor& x, bool tanh_approximation = false, const std::string& name = "gelu");
+/// Each element converted to `dtype`.
+Tensor cast(const Tensor& x, DataType dtype, const std::string& name = "cast");
+
+// ---------------------------------------------------------------- reductions
+enum class ReduceKind : uint8_t { kSum, kMean, kMax, kMin };
+/// Reduces `axes` (negative count from the end; empty: all) with sum, mean, max or min; with
+/// `keepdims` each reduced dim stays as extent 1, otherwise it is dropped (all of them: shape
+/// [1]). One stage, tag "reduce", reduce axes "k0", "k1", …
+Tensor reduce(const Tensor& x, ReduceKind kind, std::vector<int64_t> axes = {}, bool keepdims = false,
+              const std::string& name = "reduce");
 
 // ---------------------------------------------------------------- layout transforms
 /// Permutes dims: out.shape[i] = x.shape[axes[i]]; empty axes reverses them. Tag "injective".
@@ -126,6 +190,47 @@ Tensor pad(const Tensor& x, std::vector<int64_t> before, std::vector<int64_t> af
 
 /// Joins tensors along `axis`; all other dims and the dtypes must match. Tag "injective".
 Tensor concat(const std::vector<Tensor>& inputs, int axis = 0, const std::string& name = "concat");
+
+/// x reshaped to 2-D [prod(shape[:axis]), prod(shape[axis:])]. Tag "injective".
+Tensor flatten(const Tensor& x, int axis = 1, const std::string& name = "flatten");
+/// x without the dims `axes` (each of extent 1; empty: every extent-1 dim). Tag "injective".
+Tensor squeeze(const Tensor& x, std::vector<int64_t> axes = {}, const std::string& name = "squeeze");
+/// x with extent-1 dims inserted at `axes` (positions in the output). Tag "injective".
+Tensor unsqueeze(const Tensor& x, std::vector<int64_t> axes, const std::string& name = "unsqueeze");
+/// Elements of x picked along `axis` by an integer tensor of indices: out.shape =
+/// x.shape[:axis] + indices.shape + x.shape[axis+1:] (a 0-D index drops the axis). Negative
+/// indices count from the end; indices outside [-n, n) are clamped into it. Tag "injective".
+Tensor take(const Tensor& x, const Tensor& indices, int axis = 0, const std::string& name = "take");
+
+/// A layout string: uppercase letters are primal axes ("NCHW"); a number followed by a
+/// lowercase letter is a sub-axis of that many elements splitting the primal axis of the
+/// same letter, which then counts blocks ("NCHW16c": [N, C/16, H, W, 16]; "OIHW16i16o").
+struct Layout {
+  struct Axis {
+    char name;            // 'C' (primal) or 'c' (sub-axis)
+    int64_t factor = 0;   // the sub-axis' extent; 0 for a primal axis
+  };
+  std::vector<Axis> axes;
+  /// Throws loom::Error naming the string and what is wrong (a sub-axis without its primal
+  /// axis, a letter twice, a zero factor, a character that is not a letter or digit).
+  static Layout parse(const std::string& s);
+  std::string str() const;
+  size_t ndim() const { return axes.size(); }
+  /// Position of axis `name` ('C' or 'c'), or -1.
+  int index_of(char name) const;
+  /// The factor splitting primal axis `primal` ('C'), or 0 when it is not split.
+  int64_t block_of(char primal) const;
+};
+
+/// x, laid out as `src`, rearranged into layout `dst` (the same primal axes, each split at
+/// most once, by any factor). A primal axis's extent is its source extent (times the
+/// source block when split). Splitting it by a factor that does not divide it pads the last
+/// block with zeros; merging a split axis gives blocks*factor elements, padding included,
+/// unless `dst_shape` says the output shape: it may only shrink primal (unsplit) axes, which
+/// crops the padding away. E.g. "NCHW" -> "NCHW16c", "OIHW" -> "OIHW16i16o", "OI" ->
+/// "OI16o" (dense_pack's weight), "NCHW16c" -> "NCHW". Tag "injective".
+Tensor layout_transform(const Tensor& x, const std::string& src, const std::string& dst,
+                        std::vector<int64_t> dst_shape = {}, const std::string& name = "layout_transform");
 
 // ---------------------------------------------------------------- test registry
 /// One small instance of an op: `make()` builds fresh tensors and returns the input

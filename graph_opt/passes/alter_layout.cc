@@ -1,0 +1,227 @@
+// Layout alteration: NCHW convolution regions run on channel-blocked data (NCHW{b}c, oneDNN's
+// nChw16c), dense weights are pre-packed.
+//
+// The pass walks the nodes in order and keeps, per source value, the value that now stands
+// for it (its "primary" form, blocked or not) and any other layouts asked of it, so that a
+// value is transformed to a layout at most once whatever the number of its consumers:
+//   conv2d (NCHW, groups 1)   → conv2d_nchwc: data NCHW{ib}c (as it arrives, else transformed;
+//                               NCHW when no block divides C, e.g. 3 input channels), weight
+//                               layout_transform'ed to OIHW{ib}i{ob}o, output NCHW{ob}c;
+//   conv2d (depthwise)        → depthwise_conv2d_nchwc on NCHW{b}c, weight OIHW1i{b}o;
+//   elementwise and broadcast → blocked when an input of the output's shape arrives blocked:
+//                               same-shape inputs take that layout, per-channel constants are
+//                               reshaped to [C/b,1,1,b], scalars stay;
+//   bias_add, batch_norm, max/avg/global pooling → blocked through their layout attribute;
+//   dense (constant weight)   → dense_pack with the weight laid out OI{16}o;
+//   anything else             → reads every input in its original layout.
+// So layout_transform nodes appear only where a region starts or ends (or its block
+// changes), and graph outputs keep their layouts. Weight transforms are layout_transform
+// nodes on constants, which fold_constants evaluates.
+#include <map>
+
+#include "loom/graph_opt/passes.h"
+#include "loom/te/ops.h"
+#include "pass_util.h"
+
+namespace loom::graph_opt {
+
+namespace {
+
+std::string nchwc(int64_t b) { return fmt::format("NCHW{}c", b); }
+
+/// The channel block of a layout "NCHW{b}c", or 0.
+int64_t block_of(const std::string& layout) {
+  if (layout.size() < 6 || layout.rfind("NCHW", 0) != 0 || layout.back() != 'c') return 0;
+  std::string digits = layout.substr(4, layout.size() - 5);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return std::stoll(digits);
+}
+
+class LayoutRewriter {
+ public:
+  LayoutRewriter(const Graph& g, const LayoutOptions& opt) : g_(g), opt_(opt), rw_(g) {}
+
+  Graph run() {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (!n.is_op() || !(rewrite_conv(int(i)) || rewrite_dense(int(i)) || rewrite_blocked(int(i)))) keep(int(i));
+    }
+    for (const ValueRef& v : g_.outputs) rw_.replace(v, get(v, ""));
+    return rw_.finish();
+  }
+
+ private:
+  /// Source value `v` in layout `want` ("": its original layout), transformed once from the
+  /// form it now has. `src_hint` names its layout when the value carries none (a weight).
+  Value get(ValueRef v, const std::string& want, const std::string& src_hint = "") {
+    const std::string& orig = g_.type(v).layout;
+    auto conv = primary_.find(v);
+    std::string src;
+    if (conv == primary_.end()) {
+      if (want.empty() || want == orig || (orig.empty() && want == src_hint)) return rw_.map(v);
+      src = orig.empty() ? src_hint : orig;
+    } else {
+      if (want == conv->second) return rw_.map(v);
+      src = conv->second;
+    }
+    std::string dst = !want.empty() ? want : !orig.empty() ? orig : "NCHW";
+    auto& alt = alternates_[v];
+    auto it = alt.find(dst);
+    if (it != alt.end()) return it->second;
+    Value t = rw_.layout_transform(rw_.map(v), src, dst,
+                                   rw_.unique_name(fmt::format("{}.{}", g_.nodes[size_t(v.node)].name, dst)));
+    alt.emplace(dst, t);
+    return t;
+  }
+
+  /// The blocked layout source value `v` now has, or "".
+  std::string blocked(ValueRef v) const {
+    auto it = primary_.find(v);
+    return it == primary_.end() ? "" : it->second;
+  }
+
+  void keep(int i) {
+    const Node& n = g_.nodes[size_t(i)];
+    if (!n.is_op()) {
+      rw_.copy(i);
+      return;
+    }
+    std::vector<Value> in;
+    for (const ValueRef& v : n.inputs) in.push_back(get(v, ""));
+    rw_.copy_with(i, in, n.attrs);
+  }
+
+  void emit(int i, const std::string& op, const std::vector<Value>& in, const Attrs& attrs) {
+    const Node& n = g_.nodes[size_t(i)];
+    Value y = rw_.op(op, in, attrs, rw_.unique_name(n.name));
+    rw_.replace({i, 0}, y);
+    if (block_of(rw_.type(y).layout)) primary_[{i, 0}] = rw_.type(y).layout;
+  }
+
+  int64_t first_block(int64_t channels, int64_t prefer = 0) const {
+    if (prefer && channels % prefer == 0) return prefer;
+    for (int64_t b : opt_.blocks)
+      if (b > 0 && channels % b == 0) return b;
+    return 0;
+  }
+
+  bool rewrite_conv(int i) {
+    const Node& n = g_.nodes[size_t(i)];
+    if (n.op != "conv2d" || te::ops::attr_str(n.attrs, "layout") != "NCHW") return false;
+    const TensorType& xt = g_.type(n.inputs[0]);
+    const TensorType& wt = g_.type(n.inputs[1]);
+    if (xt.shape.size() != 4 || wt.shape.size() != 4) return false;
+    const int64_t C = xt.shape[1], K = wt.shape[0], groups = te::ops::attr_int(n.attrs, "groups");
+    int64_t ob = opt_.choose_block ? opt_.choose_block(g_, i) : first_block(K);
+    if (ob <= 0 || K % ob != 0) return false;
+    int64_t ib = block_of(blocked(n.inputs[0]));
+    Attrs attrs;
+    for (const char* k : {"strides", "padding", "dilation"}) attrs[k] = n.attrs.at(k);
+    std::vector<Value> in;
+    if (groups == 1) {
+      if (ib == 0) ib = first_block(C, ob);
+      std::string dl = ib ? nchwc(ib) : "NCHW";
+      std::string wl = ib ? fmt::format("OIHW{}i{}o", ib, ob) : fmt::format("OIHW{}o", ob);
+      in = {get(n.inputs[0], dl, "NCHW"), get(n.inputs[1], wl, "OIHW")};
+      attrs["layout"] = dl;
+      attrs["out_layout"] = nchwc(ob);
+      if (n.inputs.size() > 2) in.push_back(rw_.map(n.inputs[2]));
+      emit(i, "conv2d_nchwc", in, attrs);
+      return true;
+    }
+    if (groups == C && K == C && wt.shape[1] == 1) {
+      int64_t b = ib && C % ib == 0 ? ib : ob;
+      in = {get(n.inputs[0], nchwc(b), "NCHW"), get(n.inputs[1], fmt::format("OIHW1i{}o", b), "OIHW")};
+      attrs["layout"] = nchwc(b);
+      if (n.inputs.size() > 2) in.push_back(rw_.map(n.inputs[2]));
+      emit(i, "depthwise_conv2d_nchwc", in, attrs);
+      return true;
+    }
+    return false;
+  }
+
+  bool rewrite_dense(int i) {
+    const Node& n = g_.nodes[size_t(i)];
+    if (n.op != "dense" || opt_.dense_block <= 0 || !g_.node(n.inputs[1]).is_constant()) return false;
+    std::vector<Value> in = {get(n.inputs[0], ""),
+                             get(n.inputs[1], fmt::format("OI{}o", opt_.dense_block), "OI")};
+    if (n.inputs.size() > 2) in.push_back(rw_.map(n.inputs[2]));
+    emit(i, "dense_pack", in, {{"units", g_.type(n.inputs[1]).shape[0]}});
+    return true;
+  }
+
+  /// Elementwise, broadcast and pooling ops whose data arrives blocked.
+  bool rewrite_blocked(int i) {
+    const Node& n = g_.nodes[size_t(i)];
+    if (n.inputs.empty() || n.outputs.size() != 1) return false;
+    const te::ops::OpDef& def = te::ops::get_op(n.op);
+    const std::vector<int64_t>& out = n.outputs[0].shape;
+    if (out.size() != 4) return false;
+    static const char* kPools[] = {"max_pool2d", "avg_pool2d", "global_avg_pool2d"};
+    bool pool = std::find(std::begin(kPools), std::end(kPools), n.op) != std::end(kPools);
+    bool per_channel = n.op == "bias_add" || n.op == "batch_norm";
+    if (pool || per_channel) {
+      std::string l = blocked(n.inputs[0]);
+      if (!block_of(l)) return false;
+      if (per_channel) {
+        int64_t axis = te::ops::attr_int(n.attrs, "axis");
+        if (axis != 1 || !te::ops::attr_str(n.attrs, "layout").empty()) return false;
+      } else if (te::ops::attr_str(n.attrs, "layout") != "NCHW") {
+        return false;
+      }
+      Attrs attrs = n.attrs;
+      attrs["layout"] = l;
+      std::vector<Value> in = {rw_.map(n.inputs[0])};
+      for (size_t k = 1; k < n.inputs.size(); ++k) in.push_back(rw_.map(n.inputs[k]));
+      emit(i, n.op, in, attrs);
+      return true;
+    }
+    if (def.pattern != OpPattern::kElemwise && def.pattern != OpPattern::kBroadcast) return false;
+    if (!n.attrs.empty()) {
+      // Only attribute-free ops and unary ones whose attributes are not about axes.
+      if (n.inputs.size() != 1) return false;
+      for (const te::ops::AttrSpec& a : def.attrs)
+        if (a.name == "axis" || a.name == "axes" || a.name == "layout") return false;
+    }
+    std::string lead;
+    for (const ValueRef& v : n.inputs)
+      if (g_.type(v).shape == out && block_of(blocked(v))) {
+        lead = blocked(v);
+        break;
+      }
+    if (lead.empty()) return false;
+    int64_t b = block_of(lead);
+    if (out[1] % b != 0) return false;
+    std::vector<Value> in;
+    for (const ValueRef& v : n.inputs) {
+      const TensorType& t = g_.type(v);
+      if (t.shape == out) {
+        in.push_back(get(v, lead, "NCHW"));
+        continue;
+      }
+      std::optional<int64_t> ext = detail::per_axis_extent(t.shape, out, 1);
+      if (!ext) return false;
+      if (numel(t) == 1) {
+        in.push_back(rw_.map(v));
+        continue;
+      }
+      TensorType blocked{{out[0], out[1] / b, out[2], out[3], b}, t.dtype, lead};
+      in.push_back(detail::reshape_to(rw_, rw_.map(v), detail::per_channel_shape(blocked, 1, lead, *ext),
+                                      g_.nodes[size_t(v.node)].name + "." + lead));
+    }
+    emit(i, n.op, in, n.attrs);
+    return true;
+  }
+
+  const Graph& g_;
+  const LayoutOptions& opt_;
+  GraphRewriter rw_;
+  std::map<ValueRef, std::string> primary_;                       // values now in another layout
+  std::map<ValueRef, std::map<std::string, Value>> alternates_;  // other layouts asked of a value
+};
+
+}  // namespace
+
+Graph alter_layout(const Graph& g, const LayoutOptions& opt) { return LayoutRewriter(g, opt).run(); }
+
+}  // namespace loom::graph_opt

@@ -1,0 +1,122 @@
+// Graph passes, one file each under graph_opt/passes/, each a function from graph to graph,
+// and the pass manager that orders them (docs/graph.md lists the order and why).
+#pragma once
+#include <functional>
+#include <iosfwd>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "loom/graph_opt/graph.h"
+
+namespace loom::graph_opt {
+
+/// batch_norm(x, gamma, beta, mean, var) → x * scale + shift with per-channel
+/// scale = gamma / sqrt(var + eps) and shift = beta - mean * scale (computed by graph ops on
+/// the batch-norm parameters, which fold_constants turns into constants).
+Graph simplify_inference(const Graph& g);
+
+/// Replaces every op node whose inputs are all constants by constants holding its outputs,
+/// computed at compile time with te::evaluate (so any constant subgraph folds, node by node).
+Graph fold_constants(const Graph& g);
+
+/// Folds a per-output-channel scale and shift after conv2d/dense into its weights and bias:
+/// conv2d(x, W, b) * s + t → conv2d(x, W * s, b * s + t) (the new weights and bias are
+/// graph ops on constants; fold_constants evaluates them). Also takes bias_add and
+/// add/multiply by scalars or [K,1,1]-shaped constants.
+Graph fold_scale_axis(const Graph& g);
+
+/// Drops nodes that no graph output depends on (graph inputs stay: they are the signature).
+Graph eliminate_dead_code(const Graph& g);
+
+/// Merges op nodes with the same operator, attributes and inputs, and constants with equal
+/// types and contents.
+Graph eliminate_common_subexpr(const Graph& g);
+
+/// How alter_layout picks channel blocks.
+struct LayoutOptions {
+  /// Candidate blocks, tried in order; a conv2d takes the first that divides both its input
+  /// and output channels (a conv with none stays NCHW).
+  std::vector<int64_t> blocks = {16, 8};
+  /// If set, the block for a given conv2d node (0: keep it NCHW); overrides `blocks`, e.g.
+  /// with the block of the tuned config of its workload.
+  std::function<int64_t(const Graph&, int node)> choose_block;
+  /// dense with a constant weight becomes dense_pack with the weight packed OI{b}o, b this
+  /// (0: dense stays).
+  int64_t dense_block = 16;
+};
+
+/// Converts NCHW conv2d regions to channel-blocked layouts: conv2d runs on NCHW{b}c data
+/// with OIHW{b}i{b}o weights (weights transformed by layout_transform on the constant, folded
+/// later); elementwise, broadcast and pooling ops inside the region run blocked (their
+/// constant operands transformed); layout_transform nodes appear only at the region's
+/// boundaries (one per value and layout, shared by every consumer); graph outputs keep their
+/// layout.
+Graph alter_layout(const Graph& g, const LayoutOptions& opt = {});
+
+/// Removes layout_transform(layout_transform(x, A→B), B→A) pairs, and transforms to the
+/// layout a value already has.
+Graph cancel_layout_transforms(const Graph& g);
+
+struct FuseOptions {
+  /// 0: every op node its own group; 1: fuse by pattern.
+  int level = 1;
+  /// Most op nodes in one group.
+  int max_group_size = 256;
+};
+
+/// Partitions the op nodes into fused groups with TVM's FuseOps rules on the post-dominator
+/// tree: an out_elemwise_fusable anchor (conv2d, dense, …) takes the elementwise/broadcast
+/// chain up to its immediate post-dominator (bias, residual add, relu); elementwise and
+/// broadcast ops fuse into an injective or reduction consumer; injective chains fuse. The
+/// graph's nodes are unchanged; `groups` is set, in execution order.
+Graph fuse_ops(const Graph& g, const FuseOptions& opt = {});
+
+/// One pass as the pass manager runs it.
+struct PassInfo {
+  std::string name;  // what disable/print name it by
+  int opt_level;     // runs when the manager's level is at least this
+  std::function<Graph(const Graph&)> run;
+};
+
+/// What the pass manager does.
+struct PassOptions {
+  /// 0: fuse_ops with no fusion only; 1: + simplify_inference, fold_constants, DCE and
+  /// fusion; 2: + fold_scale_axis and CSE; 3: + alter_layout and cancel_layout_transforms.
+  int opt_level = 3;
+  /// Pass names to skip.
+  std::set<std::string> disabled;
+  /// Where print_after_all / print_after print the graph (nothing is printed if null).
+  std::ostream* print_to = nullptr;
+  /// Print the graph after every pass that runs.
+  bool print_after_all = false;
+  /// Pass names to print the graph after.
+  std::set<std::string> print_after;
+  /// Verify the graph after every pass (cheap; on by default).
+  bool verify_each = true;
+  LayoutOptions layout;
+  FuseOptions fuse;
+};
+
+/// Runs the graph passes in their order (pass_names()), the last being fuse_ops (disabling
+/// it leaves the graph unpartitioned).
+class PassManager {
+ public:
+  explicit PassManager(PassOptions opt = {});
+  /// Every pass of the pipeline, in order, whatever the level.
+  const std::vector<PassInfo>& passes() const { return passes_; }
+  /// The optimized, fused graph.
+  Graph run(const Graph& g) const;
+
+ private:
+  PassOptions opt_;
+  std::vector<PassInfo> passes_;
+};
+
+/// Names of the pipeline's passes in order (a name may run more than once).
+std::vector<std::string> pass_names();
+
+/// PassManager(opt).run(g).
+Graph optimize(const Graph& g, const PassOptions& opt = {});
+
+}  // namespace loom::graph_opt

@@ -1,0 +1,53 @@
+// The built-in operator entries, by family, and the helpers their definitions share (private
+// to te/ops).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/te/op_registry.h"
+#include "loom/te/ops.h"
+
+namespace loom::te::ops::detail {
+
+/// conv2d, conv2d_nchwc, depthwise_conv2d_nchwc, dense, dense_pack, matmul, batch_matmul,
+/// pooling, softmax, layer_norm, batch_norm.
+std::vector<OpDef> nn_ops();
+/// Unary elementwise, broadcasting binary, bias_add, cast.
+std::vector<OpDef> elementwise_ops();
+/// reduce_sum, reduce_mean, reduce_max, reduce_min.
+std::vector<OpDef> reduce_ops();
+/// reshape, flatten, squeeze, unsqueeze, transpose, concat, pad, take, layout_transform.
+std::vector<OpDef> transform_ops();
+
+/// An attribute spec with a default (`required` makes one without).
+inline AttrSpec attr(std::string name, AttrKind kind, std::optional<AttrValue> def, std::string doc) {
+  return AttrSpec{std::move(name), kind, std::move(def), std::move(doc)};
+}
+
+/// A pair of positive (`positive`) or non-negative ints from an ints attribute of two values.
+Pair attr_pair(const Attrs& a, const std::string& name, bool positive);
+
+/// Spatial padding from an ints attribute of 2 values {h, w} (both sides alike) or 4
+/// {top, left, bottom, right}, each non-negative.
+struct Padding {
+  int64_t top = 0, left = 0, bottom = 0, right = 0;
+  bool symmetric() const { return top == bottom && left == right; }
+  Pair pair() const { return {top, left}; }
+};
+Padding attr_padding(const Attrs& a, const std::string& name = "padding");
+
+/// `data` padded explicitly on dims 2 and 3 ("pad" stage) when `p` is not symmetric; `p`
+/// then becomes zero. Symmetric padding is left to the operator.
+Tensor pad_asymmetric(const Tensor& data, Padding& p, Expr value = Expr());
+
+/// True if the dtype is float32 (templates take no other).
+inline bool is_f32(const TensorType& t) { return t.dtype == DataType::Float(32); }
+
+/// Checks that an input's layout (when it has one) is `expected`; names the operator and input.
+void check_layout(const std::string& op, const char* input, const TensorType& t, const std::string& expected);
+
+/// "NCHW{b}c" -> b; 0 for "NCHW"; throws naming `op` for any other layout.
+int64_t nchw_block(const std::string& op, const std::string& layout);
+
+}  // namespace loom::te::ops::detail

@@ -1,0 +1,197 @@
+// Every graph pass preserves what the graph computes: small ResNet-18 and MobileNetV2
+// variants run through the pipeline pass by pass, each intermediate graph evaluated with the
+// reference and compared with the unoptimized graph. Then each pass's own effect, on the
+// models and on graphs made for it.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "graph_test_util.h"
+#include "loom/graph_opt/passes.h"
+
+namespace loom::graph_opt {
+namespace {
+
+using runtime::NDArray;
+using test::compare_outputs;
+using test::count_ops;
+
+NDArray random_array(std::vector<int64_t> shape, uint64_t seed, double lo = -1, double hi = 1) {
+  NDArray a = NDArray::empty(std::move(shape), DataType::Float(32));
+  a.fill_random(seed, lo, hi);
+  return a;
+}
+
+/// Runs the passes of the O3 pipeline one at a time on `g`, comparing each result (and the
+/// fused graph, group by group) with the unoptimized graph's reference outputs.
+void check_pipeline(const Graph& g, const PassOptions& opt = {}) {
+  std::vector<NDArray> in = test::graph_inputs(g);
+  std::vector<NDArray> want = run_reference(g, in);
+  Graph cur = g;
+  PassManager pm(opt);
+  for (const PassInfo& p : pm.passes()) {
+    if (p.opt_level > opt.opt_level) continue;
+    cur = p.run(cur);
+    ASSERT_NO_THROW(verify(cur)) << p.name;
+    EXPECT_EQ(compare_outputs(run_reference(cur, in), want), "") << "after " << p.name;
+  }
+  ASSERT_FALSE(cur.groups.empty());
+  EXPECT_EQ(compare_outputs(run_reference_fused(cur, in), want), "") << "fused, group by group";
+}
+
+TEST(GraphPasses, ResNet18PreservesResults) { check_pipeline(models::resnet18(test::small_model())); }
+
+TEST(GraphPasses, MobileNetV2PreservesResults) {
+  PassOptions opt;
+  opt.layout.blocks = {8};  // its small variant has 8, 16, 24, 40, 80 channels
+  check_pipeline(models::mobilenet_v2(test::small_model()), opt);
+}
+
+TEST(GraphPasses, LowerLevelsPreserveResults) {
+  Graph g = models::resnet18(test::small_model());
+  for (int level : {0, 1, 2}) {
+    PassOptions opt;
+    opt.opt_level = level;
+    check_pipeline(g, opt);
+  }
+}
+
+TEST(GraphPasses, OptimizedResNet18HasItsExpectedShape) {
+  Graph g = optimize(models::resnet18(test::small_model()));
+  EXPECT_EQ(count_ops(g, "batch_norm"), 0);
+  EXPECT_EQ(count_ops(g, "conv2d"), 0);
+  EXPECT_EQ(count_ops(g, "conv2d_nchwc"), 20);
+  EXPECT_EQ(count_ops(g, "multiply"), 0);  // every batch-norm scale folded into a conv
+  EXPECT_EQ(count_ops(g, "dense_pack"), 1);
+  // conv1 takes NCHW data (3 channels) and gives NCHW16c; the network stays blocked up to
+  // the global pool, and one transform leads back to NCHW for flatten.
+  EXPECT_EQ(count_ops(g, "layout_transform"), 1);
+  for (const Node& n : g.nodes) {
+    bool all_constant = !n.inputs.empty();
+    for (const ValueRef& v : n.inputs) all_constant = all_constant && g.node(v).is_constant();
+    EXPECT_FALSE(all_constant) << n.name << " reads only constants but was not folded";
+  }
+}
+
+TEST(GraphPasses, SimplifyInferenceRewritesBatchNorm) {
+  Graph g = models::resnet18(test::small_model());
+  Graph s = simplify_inference(g);
+  EXPECT_EQ(count_ops(s, "batch_norm"), 0);
+  EXPECT_EQ(count_ops(s, "multiply"), count_ops(g, "batch_norm") * 2);  // x * scale and mean * scale
+  Graph f = eliminate_dead_code(fold_constants(s));
+  EXPECT_EQ(count_ops(f, "multiply"), count_ops(g, "batch_norm"));  // only x * scale is left
+  EXPECT_EQ(count_ops(f, "sqrt"), 0);
+}
+
+TEST(GraphPasses, FoldScaleAxisIntoConvAndDense) {
+  GraphBuilder b("scaled");
+  Value x = b.input("x", {{2, 5}, DataType::Float(32), ""});
+  Value d = b.dense(x, b.constant("w", random_array({4, 5}, 1)), b.constant("b", random_array({4}, 2)), "fc");
+  Value y = b.multiply(d, b.constant("s", random_array({4}, 3, 0.5, 2)), "scale");
+  y = b.add(y, b.constant("t", random_array({1}, 4)), "shift");
+  y = b.op("divide", {y, b.constant("u", random_array({1, 4}, 5, 1, 2))}, {}, "div");
+  b.output(b.relu(y, "relu"));
+  Graph g = b.build();
+
+  Graph f = eliminate_dead_code(fold_constants(fold_scale_axis(g)));
+  EXPECT_EQ(f.num_ops(), 2u) << f;  // dense and relu
+  EXPECT_EQ(f.nodes[size_t(f.at("fc"))].op, "dense");
+  std::vector<NDArray> in = test::graph_inputs(g);
+  EXPECT_EQ(compare_outputs(run_reference(f, in), run_reference(g, in)), "");
+
+  // A scale that varies along another axis, or a second consumer, blocks folding.
+  GraphBuilder c("blocked");
+  x = c.input("x", {{1, 3, 4, 4}, DataType::Float(32), "NCHW"});
+  Value conv = c.conv2d(x, c.constant("w", random_array({2, 3, 1, 1}, 1)), {}, "conv");
+  Value by_row = c.multiply(conv, c.constant("rows", random_array({4, 1}, 2)), "by_row");
+  Value conv2 = c.conv2d(x, c.constant("w2", random_array({2, 3, 1, 1}, 3)), {}, "conv2");
+  Value scaled2 = c.multiply(conv2, c.constant("s2", random_array({2, 1, 1}, 4)), "scaled2");
+  c.output(by_row);
+  c.output(c.add(scaled2, conv2, "uses_conv2_twice"));
+  Graph h = c.build();
+  Graph hf = fold_scale_axis(h);
+  EXPECT_EQ(count_ops(hf, "multiply"), 2) << hf;
+}
+
+TEST(GraphPasses, ConstantFoldingEvaluatesConstantSubgraphs) {
+  GraphBuilder b("consts");
+  Value x = b.input("x", {{4}, DataType::Float(32), ""});
+  Value c1 = b.constant("c1", random_array({4}, 1));
+  Value c2 = b.constant("c2", random_array({4}, 2));
+  Value k = b.op("exp", {b.add(c1, c2, "sum")}, {}, "e");  // constant: folds
+  b.output(b.multiply(x, k, "out"));
+  Graph g = b.build();
+  Graph f = eliminate_dead_code(fold_constants(g));
+  EXPECT_EQ(f.num_ops(), 1u) << f;
+  EXPECT_TRUE(f.nodes[size_t(f.at("e"))].is_constant());
+  for (int64_t i = 0; i < 4; ++i)
+    EXPECT_FLOAT_EQ(float(f.nodes[size_t(f.at("e"))].value.get(i)),
+                    float(std::exp(float(g.nodes[1].value.get(i) + g.nodes[2].value.get(i)))));
+}
+
+TEST(GraphPasses, CommonSubexpressionsMerge) {
+  GraphBuilder b("cse");
+  Value x = b.input("x", {{1, 4, 3, 3}, DataType::Float(32), "NCHW"});
+  NDArray w = random_array({4, 4, 1, 1}, 1);
+  Value w1 = b.constant("w1", w);
+  Value w2 = b.constant("w2", w.copy());  // equal contents, another array
+  Value a = b.relu(b.conv2d(x, w1, {}, "conv_a"), "relu_a");
+  Value c = b.relu(b.conv2d(x, w2, {}, "conv_b"), "relu_b");
+  b.output(b.add(a, c, "sum"));
+  Graph g = b.build();
+  Graph e = eliminate_dead_code(eliminate_common_subexpr(g));
+  EXPECT_EQ(e.num_ops(), 3u) << e;
+  EXPECT_EQ(e.nodes[size_t(e.at("sum"))].inputs[0], e.nodes[size_t(e.at("sum"))].inputs[1]);
+  std::vector<NDArray> in = test::graph_inputs(g);
+  EXPECT_EQ(compare_outputs(run_reference(e, in), run_reference(g, in)), "");
+}
+
+TEST(GraphPasses, DeadCodeGoesInputsStay) {
+  GraphBuilder b("dce");
+  Value x = b.input("x", {{4}, DataType::Float(32), ""});
+  Value unused = b.input("unused", {{2}, DataType::Float(32), ""});
+  b.relu(unused, "dead_relu");
+  b.constant("dead_const", random_array({3}, 1));
+  b.output(b.relu(x, "live"));
+  Graph e = eliminate_dead_code(b.build());
+  EXPECT_EQ(e.num_ops(), 1u);
+  EXPECT_EQ(e.input_nodes().size(), 2u);
+  EXPECT_EQ(e.find("dead_const"), -1);
+}
+
+TEST(GraphPasses, LayoutTransformsCancelInPairs) {
+  GraphBuilder b("pairs");
+  Value x = b.input("x", {{1, 32, 2, 2}, DataType::Float(32), "NCHW"});
+  Value blocked = b.layout_transform(x, "NCHW", "NCHW16c", "to_blocked");
+  Value back = b.layout_transform(blocked, "NCHW16c", "NCHW", "to_plain");
+  Value y = b.relu(back, "relu");
+  Value same = b.layout_transform(y, "NCHW", "NCHW", "identity");
+  b.output(same);
+  // A pair that pads (24 channels into blocks of 16) does not cancel.
+  Value x2 = b.input("x2", {{1, 24, 2, 2}, DataType::Float(32), "NCHW"});
+  Value p = b.layout_transform(b.layout_transform(x2, "NCHW", "NCHW16c", "pad_up"), "NCHW16c", "NCHW", "pad_back");
+  b.output(p);
+  Graph g = b.build();
+  Graph c = eliminate_dead_code(cancel_layout_transforms(g));
+  EXPECT_EQ(count_ops(c, "layout_transform"), 2) << c;
+  EXPECT_EQ(c.nodes[size_t(c.at("relu"))].inputs[0], (ValueRef{c.at("x"), 0}));
+}
+
+TEST(GraphPasses, PassManagerDisablesAndPrints) {
+  Graph g = models::resnet18(test::small_model());
+  PassOptions opt;
+  opt.disabled = {"alter_layout"};
+  std::ostringstream os;
+  opt.print_to = &os;
+  opt.print_after = {"fold_scale_axis"};
+  Graph o = optimize(g, opt);
+  EXPECT_EQ(count_ops(o, "conv2d"), 20);
+  EXPECT_EQ(count_ops(o, "conv2d_nchwc"), 0);
+  EXPECT_NE(os.str().find("// after fold_scale_axis\ngraph resnet18("), std::string::npos);
+  EXPECT_EQ(os.str().find("// after fuse_ops"), std::string::npos);
+  opt.disabled = {"no_such_pass"};
+  EXPECT_THROW(PassManager{opt}, Error);
+}
+
+}  // namespace
+}  // namespace loom::graph_opt
