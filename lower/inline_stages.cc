@@ -44,6 +44,7 @@ void inline_stages(schedule::Schedule& s) {
   RewriteReads rw;
   for (const Stage& st : s.stages()) {
     if (st->op->kind == te::OpKind::kPlaceholder) continue;
+    const te::OperationNode* original = st->op.get();
     std::vector<Expr> body;
     bool changed = false;
     for (const Expr& e : st->op->body) {
@@ -59,7 +60,9 @@ void inline_stages(schedule::Schedule& s) {
       rw.replaced[old.get()] = n;
       std::replace(s->outputs.begin(), s->outputs.end(), old, te::Operation(n));
     }
-    if (st->attach_type == AttachType::kInline) rw.inlined[st->op.get()] = st->op;
+    // Readers still name the original operation: an inlined stage whose body changed (it
+    // reads a replaced operation) is substituted under both names.
+    if (st->attach_type == AttachType::kInline) rw.inlined[original] = rw.inlined[st->op.get()] = st->op;
   }
 }
 
