@@ -143,5 +143,6 @@ Command bench_command();
 Command show_command();
 Command records_command();
 Command run_model_command();  // `loom run`
+Command compile_command();
 
 }  // namespace loom::cli

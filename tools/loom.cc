@@ -14,8 +14,8 @@ using loom::cli::Command;
 
 std::vector<Command> commands() {
   using namespace loom::cli;
-  return {tune_command(),    build_command(), bench_command(), show_command(),
-          run_model_command(), records_command(), ops_command(),  lower_command()};
+  return {tune_command(),      build_command(),   bench_command(), show_command(), compile_command(),
+          run_model_command(), records_command(), ops_command(),   lower_command()};
 }
 
 void print_usage(std::ostream& os, const std::vector<Command>& cmds) {
@@ -26,7 +26,10 @@ void print_usage(std::ostream& os, const std::vector<Command>& cmds) {
         "A typical session:\n"
         "  loom tune  --op matmul --shape 1024,1024,1024 --trials 200 --log matmul.jsonl\n"
         "  loom build --op matmul --shape 1024,1024,1024 --log matmul.jsonl -o libmatmul.so\n"
-        "  loom bench --op matmul --shape 1024,1024,1024 --log matmul.jsonl --so libmatmul.so\n\n"
+        "  loom bench --op matmul --shape 1024,1024,1024 --log matmul.jsonl --so libmatmul.so\n"
+        "and for a network:\n"
+        "  loom compile resnet18.json --log resnet18.jsonl -o resnet18.so\n"
+        "  loom run resnet18.so --input image.npy --repeat 50\n\n"
         "Run `loom <command> --help` for the options of one command.\n";
 }
 

@@ -41,6 +41,7 @@ TEST_F(CliTest, HelpOfEveryCommandNamesItsOptions) {
       {"ops", {"--te"}},
       {"lower", {"--op", "--print-after-all", "--vector-report", "gather", "scalarized"}},
       {"run", {"MODEL.so", "--input", "--output", "--repeat", "--warmup", "--threads", "--seed", "--profile"}},
+      {"compile", {"MODEL.json", "-o", "--log", "--target", "--opt-level", "--disable"}},
   };
   for (const auto& [cmd, options] : cases) {
     SCOPED_TRACE(cmd);
@@ -51,7 +52,7 @@ TEST_F(CliTest, HelpOfEveryCommandNamesItsOptions) {
   }
   Result top = loom("--help");
   EXPECT_EQ(top.rc, 0);
-  for (const char* c : {"tune", "build", "bench", "show", "run", "records", "ops", "lower"}) EXPECT_HAS(top.out, c);
+  for (const char* c : {"tune", "build", "bench", "show", "compile", "run", "records", "ops", "lower"}) EXPECT_HAS(top.out, c);
   EXPECT_EQ(loom("").rc, 2);
   Result unknown = loom("frobnicate");
   EXPECT_EQ(unknown.rc, 2);

@@ -1,11 +1,14 @@
-// `loom run` on compiled networks, as a user runs it: inputs from .npy files (or random),
-// latency, outputs printed or written to .npy, the per-kernel profile, and clear errors for
-// bad files and shapes.
+// `loom compile` and `loom run` on networks, as a user runs them: a model file compiled into
+// a library; inputs from .npy files (or random), latency, outputs printed or written to .npy,
+// the per-kernel profile; clear errors for bad files, options and shapes.
 #include <filesystem>
 
 #include "common/cli_test_util.h"
 #include "common/test_util.h"
 #include "loom/codegen/graph.h"
+#include "loom/graph_opt/builder.h"
+#include "loom/graph_opt/reference.h"
+#include "loom/graph_opt/serialize.h"
 #include "loom/runtime/npy.h"
 
 namespace loom {
@@ -135,6 +138,86 @@ TEST_F(CliTest, RunErrors) {
       {"run " + path("text.so"), 1, "cannot open"},
       {"run " + path("op.so"), 1, "is not a compiled network"},
       {"run " + model + " --output " + path("no/such/dir/y.npy"), 1, "save_npy: cannot open"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    Result r = loom(c.args);
+    EXPECT_EQ(r.rc, c.rc) << r.out << r.err;
+    EXPECT_HAS(r.err, c.msg);
+  }
+}
+
+// ------------------------------------------------------------------ loom compile
+
+NDArray random_array(std::vector<int64_t> shape, uint64_t seed, double lo = -1, double hi = 1) {
+  NDArray a = NDArray::empty(std::move(shape), f32);
+  a.fill_random(seed, lo, hi);
+  return a;
+}
+
+/// conv 3x3 (16 → 16 channels) + batch norm + relu, a residual add, global pool, flatten, dense.
+graph_opt::Graph small_net() {
+  using namespace graph_opt;
+  GraphBuilder b("small_net");
+  Value x = b.input("image", {{1, 16, 12, 12}, f32, "NCHW"});
+  Conv2dAttrs ca;
+  ca.padding = {1, 1};
+  Value c = b.conv2d(x, b.constant("conv.weight", random_array({16, 16, 3, 3}, 1, -0.2, 0.2)), ca, "conv");
+  Value bn = b.batch_norm(c, b.constant("bn.gamma", random_array({16}, 2, 0.5, 1.5)),
+                          b.constant("bn.beta", random_array({16}, 3)), b.constant("bn.mean", random_array({16}, 4)),
+                          b.constant("bn.var", random_array({16}, 5, 0.5, 1.5)), 1e-5, "bn");
+  Value r = b.relu(b.add(b.relu(bn, "relu"), x, "add"), "relu2");
+  Value p = b.flatten(b.global_avg_pool2d(r, "pool"), "flatten");
+  b.output(b.dense(p, b.constant("fc.weight", random_array({10, 16}, 6)), b.constant("fc.bias", random_array({10}, 7)),
+                   "fc"));
+  return b.build();
+}
+
+TEST_F(CliTest, CompileThenRunMatchesTheReference) {
+  graph_opt::Graph g = small_net();
+  graph_opt::save_graph(g, path("net.json"));
+  Result c = loom("compile " + path("net.json") + " -o " + path("net.so"));
+  ASSERT_EQ(c.rc, 0) << c.out << c.err;
+  EXPECT_HAS(c.out, "graph 'small_net', 8 operators, 1 input, 1 output");
+  EXPECT_HAS(c.out, "kernels (level 3), in execution order:");
+  EXPECT_HAS(c.out, "conv2d_nchwc+relu+add+relu");  // the batch norm folded; relu, residual add, relu fused
+  EXPECT_HAS(c.out, "memory: planned ");
+  EXPECT_HAS(c.out, "wrote " + path("net.so"));
+  EXPECT_HAS(c.err, "warning: no tuning record for conv2d_nchwc(");
+  EXPECT_TRUE(std::filesystem::exists(path("net.h")));
+
+  NDArray x = random_array({1, 16, 12, 12}, 8);
+  runtime::save_npy(path("x.npy"), x);
+  Result r = loom("run " + path("net.so") + " --input " + path("x.npy") + " --output " + path("y.npy") + " --repeat 2");
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  NDArray want = graph_opt::run_reference(g, {x})[0];
+  EXPECT_EQ(test::compare_arrays(runtime::load_npy(path("y.npy")), want, {1e-4, 1e-4}, "fc"), "");
+
+  Result o0 = loom("compile " + path("net.json") + " -o " + path("net0.so") + " --opt-level 0");
+  ASSERT_EQ(o0.rc, 0) << o0.err;
+  EXPECT_HAS(o0.out, "8 kernels (level 0)");
+}
+
+TEST_F(CliTest, CompileErrors) {
+  graph_opt::save_graph(small_net(), path("net.json"));
+  std::ofstream(path("bad.json")) << "{ \"version\": 1, \"nodes\": [ {\"name\": \"x\"} ";
+  const std::string net = path("net.json"), out = " -o " + path("o.so");
+  struct Case {
+    std::string args;
+    int rc;
+    std::string msg;
+  };
+  std::vector<Case> cases = {
+      {"compile" + out, 2, "expected one MODEL.json"},
+      {"compile " + net, 2, "-o/--output FILE.so is required"},
+      {"compile " + path("missing.json") + out, 2, "no such file"},
+      {"compile " + net + out + " --opt-level 4", 2, "--opt-level"},
+      {"compile " + net + out + " --disable nosuchpass", 2, "--disable: no pass named 'nosuchpass'"},
+      {"compile " + net + out + " --target cuda", 2, "networks compile for the CPU"},
+      {"compile " + net + out + " --target 'llvm -mcpu=nosuchcpu'", 2, "--target"},
+      {"compile " + net + out + " --log " + path("missing.jsonl"), 2, "--log"},
+      {"compile " + path("bad.json") + out, 1, "bad.json"},
+      {"compile " + net + " -o " + dir_.string(), 2, "is a directory"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args);

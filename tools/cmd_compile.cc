@@ -1,0 +1,109 @@
+// `loom compile`: a network (a model file) to one self-contained library, printing the fused
+// kernels with how each was scheduled, the memory plan, and a warning per untuned workload.
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "cli.h"
+#include "loom/codegen/check_target.h"
+#include "loom/graph_opt/compile.h"
+#include "loom/graph_opt/serialize.h"
+#include "loom/loom.h"
+
+namespace loom::cli {
+namespace {
+
+std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / double(1 << 20)); }
+
+int run(const Args& a) {
+  if (a.positional().size() != 1) a.usage_error("expected one MODEL.json (a model file, docs/graph.md)");
+  const std::string model = a.positional()[0];
+  require_file("", model);
+  const std::string out = a.required("--output");
+  if (std::filesystem::is_directory(out)) a.usage_error("--output: '{}' is a directory; name the library to write", out);
+  const std::vector<std::string> logs = a.all("--log");
+  for (const std::string& f : logs) require_file("--log", f);
+  Target target(a.str("--target", "llvm"));
+  try {
+    codegen::check_target(target);
+  } catch (const Error& e) {
+    a.usage_error("--target: {}", e.what());
+  }
+  if (!target.is_cpu()) a.usage_error("--target: networks compile for the CPU (an llvm target), not '{}'", target.str());
+
+  graph_opt::CompileOptions opt;
+  opt.passes.opt_level = int(a.integer("--opt-level", 3, 0, 3));
+  for (const std::string& p : a.all("--disable")) {
+    std::vector<std::string> names = graph_opt::pass_names();
+    if (std::find(names.begin(), names.end(), p) == names.end())
+      a.usage_error("--disable: no pass named '{}' (passes: {})", p, fmt::join(names, ", "));
+    opt.passes.disabled.insert(p);
+  }
+  opt.warn = &std::cerr;
+
+  graph_opt::Graph g = graph_opt::load_graph(model);
+  std::cout << fmt::format("{}: graph '{}', {} operators, {} input{}, {} output{}\n", model, g.name, g.num_ops(),
+                           g.input_nodes().size(), g.input_nodes().size() == 1 ? "" : "s", g.outputs.size(),
+                           g.outputs.size() == 1 ? "" : "s");
+  records::ApplyHistoryBest best;
+  for (const std::string& f : logs)
+    for (const records::Record& r : records::read_log(f, &std::cerr).records) best.add(r);
+
+  graph_opt::CompileReport report;
+  runtime::Module m = graph_opt::compile(g, target, logs.empty() ? nullptr : &best, opt, &report);
+
+  int tuned = 0, templated = 0;
+  std::cout << fmt::format("{} kernels (level {}), in execution order:\n", report.kernels.size(), opt.passes.opt_level);
+  std::cout << fmt::format("  {:>3}  {:<36} {:<32} {}\n", "#", "kernel", "operators", "schedule");
+  for (size_t k = 0; k < report.kernels.size(); ++k) {
+    const auto& kern = report.kernels[k];
+    std::cout << fmt::format("  {:>3}  {:<36} {:<32} {}\n", k, kern.name, kern.ops, kern.schedule);
+    templated += !kern.workload.empty();
+    tuned += kern.tuned;
+  }
+  std::cout << fmt::format("templates: {} kernels ({} tuned from the log{}, {} on the default config); patterns: {}\n",
+                           templated, tuned, logs.empty() ? ": none given" : "", templated - tuned,
+                           report.kernels.size() - size_t(templated));
+  std::cout << "memory: " << report.memory.summary() << "\n";
+  std::filesystem::path p(out);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  m.export_library(out);
+  std::filesystem::path header = p.extension() == ".so" ? std::filesystem::path(p).replace_extension(".h")
+                                                        : std::filesystem::path(out + ".h");
+  std::cout << fmt::format("wrote {} ({} with the weights embedded) and {}\n", out,
+                           mib(double(std::filesystem::file_size(out))), header.string());
+  return 0;
+}
+
+}  // namespace
+
+Command compile_command() {
+  Command c;
+  c.name = "compile";
+  c.synopsis = "compile a network (model.json) into one self-contained library";
+  c.usage = "MODEL.json -o MODEL.so [--log FILE ...] [--target T] [--opt-level N] [--disable PASS ...]";
+  c.description =
+      "Reads a model file (docs/graph.md), optimizes and fuses it (--opt-level, default 3: folding,\n"
+      "fusion, channel-blocked layouts), plans its memory, schedules every fused kernel (its anchor's\n"
+      "template with the best config of the --log files, or the template's default with a warning\n"
+      "per untuned workload; a schedule from the kernel's pattern where no template applies) and\n"
+      "writes one library with the weights embedded and its C header (docs/deploy.md). Prints the\n"
+      "kernels with how each was scheduled and the memory plan; `loom run` runs the library.\n\n"
+      "example:\n"
+      "  loom compile resnet18.json --log resnet18.jsonl -o resnet18.so\n"
+      "  loom run resnet18.so --repeat 50";
+  c.positional = "MODEL.json";
+  c.options = {
+      {"--output", "FILE.so", "the library to write (its header goes next to it)", false, "-o"},
+      {"--log", "FILE", "a tuning log to take configs from", true},
+      {"--target", "T", "an llvm target (default llvm: this CPU)"},
+      {"--opt-level", "N", "0 (no fusion) to 3 (default)"},
+      {"--disable", "PASS", "skip a graph pass by name", true},
+  };
+  c.run = run;
+  return c;
+}
+
+}  // namespace loom::cli
