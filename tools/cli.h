@@ -144,5 +144,6 @@ Command show_command();
 Command records_command();
 Command run_model_command();  // `loom run`
 Command compile_command();
+Command import_command();
 
 }  // namespace loom::cli

@@ -15,7 +15,7 @@ using loom::cli::Command;
 std::vector<Command> commands() {
   using namespace loom::cli;
   return {tune_command(),      build_command(),   bench_command(), show_command(), compile_command(),
-          run_model_command(), records_command(), ops_command(),   lower_command()};
+          run_model_command(), records_command(), ops_command(),   lower_command(), import_command()};
 }
 
 void print_usage(std::ostream& os, const std::vector<Command>& cmds) {

@@ -1,0 +1,98 @@
+// Converters of ONNX's elementwise operators: Add, Sub, Mul, Div, Pow, Relu, Sigmoid, Tanh,
+// Erf, Sqrt, Clip, Gelu, Cast.
+#include <cmath>
+#include <limits>
+
+#include "onnx_importer.h"
+
+namespace loom::graph_opt::onnx_frontend {
+namespace {
+
+Converter binary(const char* loom_op) {
+  return [loom_op](Importer& im) {
+    Value a = im.input(0), b = im.input(1);
+    if (im.type(a).dtype != im.type(b).dtype)
+      im.invalid(fmt::format("inputs have different types {} and {}", im.type(a).dtype.str(), im.type(b).dtype.str()));
+    im.set_output(0, im.op(loom_op, {a, b}), im.input_scalar(0) && im.input_scalar(1));
+  };
+}
+
+void pow_op(Importer& im) {
+  // Y has X's type; the exponent may have another.
+  Value x = im.input(0), y = im.input(1);
+  DataType tx = im.type(x).dtype, ty = im.type(y).dtype;
+  const bool scalar = im.input_scalar(0) && im.input_scalar(1);
+  if (tx == ty && tx.is_float()) return im.set_output(0, im.op("pow", {x, y}), scalar);
+  if (tx.is_float()) {
+    y = im.op("cast", {y}, {{"dtype", tx.str()}});
+    return im.set_output(0, im.op("pow", {x, y}), scalar);
+  }
+  // An integer base: computed in floating point (the exponent's type, or float64 for integer
+  // exponents, exact for results below 2^53), cast back.
+  DataType work = ty.is_float() ? ty : DataType::Float(64);
+  Value xf = im.op("cast", {x}, {{"dtype", work.str()}});
+  Value yf = ty == work ? y : im.op("cast", {y}, {{"dtype", work.str()}});
+  im.set_output(0, im.op("cast", {im.op("pow", {xf, yf})}, {{"dtype", tx.str()}}), scalar);
+}
+
+Converter unary(const char* loom_op, bool float_only) {
+  return [loom_op, float_only](Importer& im) {
+    Value x = im.input(0);
+    if (float_only && !im.type(x).dtype.is_float())
+      im.unsupported(fmt::format("input type {} (loom's {} takes floating point)", im.type(x).dtype.str(), loom_op));
+    im.set_output(0, im.op(loom_op, {x}), im.input_scalar(0));
+  };
+}
+
+void clip(Importer& im) {
+  Value x = im.input(0);
+  DataType t = im.type(x).dtype;
+  double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+  if (t.is_integer()) {
+    lo = t.is_int() ? -std::ldexp(1.0, t.bits() - 1) : 0.0;
+    hi = t.is_int() ? std::ldexp(1.0, t.bits() - 1) - 1 : std::ldexp(1.0, t.bits()) - 1;
+  }
+  if (im.has_input(1)) lo = im.const_scalar(1, "min");
+  if (im.has_input(2)) hi = im.const_scalar(2, "max");
+  if (std::isnan(lo) || std::isnan(hi)) im.unsupported("a NaN bound");
+  if (lo > hi) lo = hi;  // numpy's clip: every element becomes max
+  if (std::isinf(lo) && std::isinf(hi) && !t.is_integer()) return im.set_output(0, x, im.input_scalar(0));
+  im.set_output(0, im.op("clip", {x}, {{"min", lo}, {"max", hi}}), im.input_scalar(0));
+}
+
+void gelu(Importer& im) {
+  std::string approximate = im.attr_str("approximate", "none");
+  if (approximate != "none" && approximate != "tanh") im.invalid("approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
+  Value x = im.input(0);
+  if (!im.type(x).dtype.is_float()) im.unsupported("input type " + im.type(x).dtype.str());
+  im.set_output(0, im.op("gelu", {x}, {{"approximate", approximate}}), im.input_scalar(0));
+}
+
+void cast(Importer& im) {
+  DataType to = to_dtype(int(im.attr_int("to")), im.where() + ": attribute 'to'");
+  im.ignore_attr("saturate");    // only for float8 targets, which loom lacks
+  im.ignore_attr("round_mode");  // likewise
+  Value x = im.input(0);
+  if (im.type(x).dtype == to) return im.set_output(0, x, im.input_scalar(0));
+  im.set_output(0, im.op("cast", {x}, {{"dtype", to.str()}}), im.input_scalar(0));
+}
+
+}  // namespace
+
+void add_elementwise_converters(std::map<std::string, Converter>& m) {
+  m["Add"] = binary("add");
+  m["Sub"] = binary("subtract");
+  m["Mul"] = binary("multiply");
+  m["Div"] = binary("divide");
+  m["Pow"] = pow_op;
+  m["Relu"] = unary("relu", false);
+  m["Sigmoid"] = unary("sigmoid", true);
+  m["Tanh"] = unary("tanh", true);
+  m["Erf"] = unary("erf", true);
+  m["Sqrt"] = unary("sqrt", true);
+  m["Clip"] = clip;
+  m["Gelu"] = gelu;
+  m["Cast"] = cast;
+}
+
+}  // namespace loom::graph_opt::onnx_frontend

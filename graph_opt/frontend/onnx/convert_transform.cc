@@ -1,0 +1,277 @@
+// Converters of ONNX's shape and data-movement operators (Reshape, Flatten, Squeeze,
+// Unsqueeze, Transpose, Concat, Pad, Gather), of those folded at import (Shape, Constant) and
+// of ReduceMean.
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "onnx_importer.h"
+
+namespace loom::graph_opt::onnx_frontend {
+namespace {
+
+/// Sets output 0 to `v` reshaped to the ONNX shape `shape` (rank 0 allowed).
+void output_shaped(Importer& im, Value v, const std::vector<int64_t>& shape) {
+  im.set_output(0, im.reshape(v, shape), shape.empty());
+}
+
+void reshape(Importer& im) {
+  const bool allowzero = im.attr_int("allowzero", 0) != 0;
+  std::vector<int64_t> in = im.input_shape(0);
+  std::vector<int64_t> want = im.const_ints(1, "shape");
+  std::vector<int64_t> out;
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t d = 0; d < want.size(); ++d) {
+    int64_t v = want[d];
+    if (v == 0 && !allowzero) {
+      if (d >= in.size()) im.invalid(fmt::format("shape {} copies dim {} (0) but the input is {}", shape_str(want), d, shape_str(in)));
+      v = in[d];
+    } else if (v == 0) {
+      im.unsupported(fmt::format("shape {} with allowzero=1 makes an empty tensor", shape_str(want)));
+    } else if (v == -1) {
+      if (infer >= 0) im.invalid(fmt::format("shape {} has more than one -1", shape_str(want)));
+      infer = int(d);
+      out.push_back(1);
+      continue;
+    } else if (v < -1) {
+      im.invalid(fmt::format("shape {} has a negative dim", shape_str(want)));
+    }
+    known *= v;
+    out.push_back(v);
+  }
+  const int64_t n = product(in);
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0)
+      im.invalid(fmt::format("cannot reshape {} into {}: {} elements do not divide", shape_str(in), shape_str(want), n));
+    out[size_t(infer)] = n / known;
+  } else if (known != n) {
+    im.invalid(fmt::format("cannot reshape {} ({} elements) into {}", shape_str(in), n, shape_str(out)));
+  }
+  output_shaped(im, im.input(0), out);
+}
+
+void flatten(Importer& im) {
+  std::vector<int64_t> in = im.input_shape(0);
+  int64_t axis = im.attr_int("axis", 1);
+  const int64_t r = int64_t(in.size());
+  if (axis < -r || axis > r) im.invalid(fmt::format("axis {} is out of range for rank {}", axis, r));
+  if (axis < 0) axis += r;
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < r; ++d) (d < axis ? rows : cols) *= in[size_t(d)];
+  output_shaped(im, im.input(0), {rows, cols});
+}
+
+std::vector<int64_t> axes_input_or_attr(Importer& im, int input) {
+  if (im.has_attr("axes")) return im.attr_ints("axes");  // before opset 13 (18 for reductions)
+  if (im.has_input(input)) return im.const_ints(input, "axes");
+  return {};
+}
+
+void squeeze(Importer& im) {
+  std::vector<int64_t> in = im.input_shape(0);
+  std::vector<int64_t> axes = axes_input_or_attr(im, 1);
+  std::vector<bool> drop(in.size(), false);
+  if (axes.empty())
+    for (size_t d = 0; d < in.size(); ++d) drop[d] = in[d] == 1;
+  for (int64_t a : axes) {
+    size_t d = size_t(normalize_axis(im, a, in.size(), "axis"));
+    if (in[d] != 1) im.invalid(fmt::format("cannot squeeze dim {} of {}: its extent is {}", d, shape_str(in), in[d]));
+    drop[d] = true;
+  }
+  std::vector<int64_t> out;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (!drop[d]) out.push_back(in[d]);
+  output_shaped(im, im.input(0), out);
+}
+
+void unsqueeze(Importer& im) {
+  std::vector<int64_t> in = im.input_shape(0);
+  std::vector<int64_t> axes = axes_input_or_attr(im, 1);
+  if (axes.empty()) im.invalid("no axes given");
+  const size_t n = in.size() + axes.size();
+  std::vector<bool> ins(n, false);
+  for (int64_t a : axes) {
+    size_t d = size_t(normalize_axis(im, a, n, "axis"));
+    if (ins[d]) im.invalid(fmt::format("axis {} is given twice", d));
+    ins[d] = true;
+  }
+  std::vector<int64_t> out;
+  size_t j = 0;
+  for (size_t d = 0; d < n; ++d) out.push_back(ins[d] ? 1 : in[j++]);
+  output_shaped(im, im.input(0), out);
+}
+
+void transpose(Importer& im) {
+  std::vector<int64_t> in = im.input_shape(0);
+  std::vector<int64_t> perm = im.attr_ints("perm", std::vector<int64_t>{});
+  if (perm.empty())
+    for (size_t d = in.size(); d-- > 0;) perm.push_back(int64_t(d));
+  if (perm.size() != in.size()) im.invalid(fmt::format("perm [{}] does not fit rank {}", fmt::join(perm, ","), in.size()));
+  std::vector<bool> seen(in.size(), false);
+  bool identity = true;
+  for (size_t d = 0; d < perm.size(); ++d) {
+    int64_t p = normalize_axis(im, perm[d], in.size(), "perm entry");
+    if (seen[size_t(p)]) im.invalid(fmt::format("perm [{}] repeats {}", fmt::join(perm, ","), p));
+    seen[size_t(p)] = true;
+    perm[d] = p;
+    identity = identity && p == int64_t(d);
+  }
+  if (identity) return im.set_output(0, im.input(0), in.empty());
+  im.set_output(0, im.op("transpose", {im.input(0)}, {{"axes", perm}}));
+}
+
+void concat(Importer& im) {
+  const int64_t axis_attr = im.attr_int("axis");
+  std::vector<Value> inputs;
+  size_t rank = 0;
+  for (int i = 0; i < im.num_inputs(); ++i) {
+    if (!im.has_input(i)) continue;
+    if (im.input_scalar(i)) im.invalid(fmt::format("input {} is a scalar (rank 0)", i));
+    rank = im.input_shape(i).size();
+    inputs.push_back(im.input(i));
+  }
+  if (inputs.empty()) im.invalid("no inputs");
+  int64_t axis = normalize_axis(im, axis_attr, rank, "axis");
+  if (inputs.size() == 1) return im.set_output(0, inputs[0]);
+  im.set_output(0, im.op("concat", inputs, {{"axis", axis}}));
+}
+
+void pad(Importer& im) {
+  const std::string mode = im.attr_str("mode", "constant");
+  if (mode != "constant") im.unsupported(fmt::format("mode '{}' (loom pads with a constant only)", mode));
+  std::vector<int64_t> in = im.input_shape(0);
+  std::vector<int64_t> pads = im.const_ints(1, "pads");
+  double value = 0.0;
+  if (im.has_input(2)) value = im.const_scalar(2, "constant_value");
+  std::vector<int64_t> axes;
+  if (im.has_input(3)) {
+    for (int64_t a : im.const_ints(3, "axes")) axes.push_back(normalize_axis(im, a, in.size(), "axis"));
+  } else {
+    for (size_t d = 0; d < in.size(); ++d) axes.push_back(int64_t(d));
+  }
+  if (pads.size() != 2 * axes.size())
+    im.invalid(fmt::format("pads has {} values; {} axes need {}", pads.size(), axes.size(), 2 * axes.size()));
+  std::vector<int64_t> full(2 * in.size(), 0);
+  bool any = false;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t b = pads[k], e = pads[k + axes.size()];
+    if (b < 0 || e < 0) im.unsupported(fmt::format("negative pads {} (cropping)", shape_str(pads)));
+    full[size_t(axes[k])] = b;
+    full[size_t(axes[k]) + in.size()] = e;
+    any = any || b || e;
+  }
+  if (in.empty()) im.invalid("cannot pad a scalar");
+  if (!any) return im.set_output(0, im.input(0));
+  im.set_output(0, im.op("pad", {im.input(0)}, {{"pads", full}, {"pad_value", value}}));
+}
+
+void gather(Importer& im) {
+  std::vector<int64_t> data = im.input_shape(0), idx = im.input_shape(1);
+  if (data.empty()) im.invalid("data is a scalar");
+  const int64_t axis = normalize_axis(im, im.attr_int("axis", 0), data.size(), "axis");
+  Value indices = im.input(1);
+  if (!im.type(indices).dtype.is_integer()) im.invalid("indices must be integers, got " + im.type(indices).dtype.str());
+  if (const runtime::NDArray* c = im.constant_of(indices)) {
+    for (int64_t k = 0; k < c->numel(); ++k) {
+      int64_t i = int64_t(c->get(k));
+      if (i < -data[size_t(axis)] || i >= data[size_t(axis)])
+        im.invalid(fmt::format("index {} is out of range for extent {} of axis {}", i, data[size_t(axis)], axis));
+    }
+  }
+  std::vector<int64_t> out(data.begin(), data.begin() + axis);
+  out.insert(out.end(), idx.begin(), idx.end());
+  out.insert(out.end(), data.begin() + axis + 1, data.end());
+  // loom's take with [1]-shaped indices standing for a scalar keeps a dim of 1: reshape to ONNX's.
+  output_shaped(im, im.op("take", {im.input(0), indices}, {{"axis", axis}}), out);
+}
+
+void shape(Importer& im) {
+  std::vector<int64_t> in = im.input_shape(0);
+  const int64_t r = int64_t(in.size());
+  int64_t start = im.attr_int("start", 0), end = im.attr_int("end", r);
+  auto clampi = [r](int64_t v) { return std::clamp(v < 0 ? v + r : v, int64_t(0), r); };
+  start = clampi(start);
+  end = clampi(end);
+  if (end <= start) im.unsupported(fmt::format("the slice [{}, {}) of a rank-{} shape is empty", start, end, r));
+  runtime::NDArray a = runtime::NDArray::empty({end - start}, DataType::Int(64));
+  for (int64_t d = start; d < end; ++d) a.data<int64_t>()[d - start] = in[size_t(d)];
+  im.set_output(0, im.constant(a, "shape"));
+}
+
+void constant(Importer& im) {
+  runtime::NDArray a;
+  int set = 0;
+  auto one = [&](std::vector<int64_t> shape, DataType t) { ++set; return runtime::NDArray::empty(std::move(shape), t); };
+  for (const char* s : {"value_string", "value_strings"})
+    if (im.has_attr(s)) im.unsupported(fmt::format("attribute '{}' (loom has no string tensors)", s));
+  if (im.has_attr("sparse_value")) im.unsupported("attribute 'sparse_value' (sparse tensors)");
+  if (im.has_attr("value")) {
+    ++set;
+    a = tensor_to_array(im.attr_tensor("value"), "", im.where() + ": attribute 'value'");
+  }
+  if (im.has_attr("value_float")) {
+    a = one({}, DataType::Float(32));
+    a.data<float>()[0] = float(im.attr_float("value_float"));
+  }
+  if (im.has_attr("value_int")) {
+    a = one({}, DataType::Int(64));
+    a.data<int64_t>()[0] = im.attr_int("value_int");
+  }
+  if (im.has_attr("value_floats")) {
+    std::vector<double> v = im.attr_floats("value_floats");
+    if (v.empty()) im.unsupported("an empty value_floats (loom has no empty tensors)");
+    a = one({int64_t(v.size())}, DataType::Float(32));
+    for (size_t k = 0; k < v.size(); ++k) a.data<float>()[k] = float(v[k]);
+  }
+  if (im.has_attr("value_ints")) {
+    std::vector<int64_t> v = im.attr_ints("value_ints");
+    if (v.empty()) im.unsupported("an empty value_ints (loom has no empty tensors)");
+    a = one({int64_t(v.size())}, DataType::Int(64));
+    std::memcpy(a.raw_data(), v.data(), v.size() * sizeof(int64_t));
+  }
+  if (set != 1) im.invalid(fmt::format("needs exactly one value attribute, has {}", set));
+  if (a.numel() == 0) return im.set_empty_output(0, a);
+  const bool scalar = a.ndim() == 0;
+  im.set_output(0, im.constant(a, "value"), scalar);
+}
+
+void reduce_mean(Importer& im) {
+  std::vector<int64_t> in = im.input_shape(0);
+  const bool keepdims = im.attr_int("keepdims", 1) != 0;
+  const bool noop_empty = im.attr_int("noop_with_empty_axes", 0) != 0;
+  std::vector<int64_t> axes = axes_input_or_attr(im, 1);
+  if (axes.empty() && noop_empty) return im.set_output(0, im.input(0), im.input_scalar(0));
+  if (!im.type(im.input(0)).dtype.is_float())
+    im.unsupported("input type " + im.type(im.input(0)).dtype.str() + " (loom's reduce_mean takes floating point)");
+  std::vector<bool> reduced(in.size(), axes.empty());
+  for (int64_t a : axes) reduced[size_t(normalize_axis(im, a, in.size(), "axis"))] = true;
+  std::vector<int64_t> out, loom_axes;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (reduced[d]) loom_axes.push_back(int64_t(d));
+    if (!reduced[d]) out.push_back(in[d]);
+    else if (keepdims) out.push_back(1);
+  }
+  if (in.empty()) return im.set_output(0, im.input(0), true);
+  Value y = im.op("reduce_mean", {im.input(0)}, {{"axes", loom_axes}, {"keepdims", int64_t(1)}});
+  output_shaped(im, y, out);
+}
+
+}  // namespace
+
+void add_transform_converters(std::map<std::string, Converter>& m) {
+  m["Reshape"] = reshape;
+  m["Flatten"] = flatten;
+  m["Squeeze"] = squeeze;
+  m["Unsqueeze"] = unsqueeze;
+  m["Transpose"] = transpose;
+  m["Concat"] = concat;
+  m["Pad"] = pad;
+  m["Gather"] = gather;
+  m["Shape"] = shape;
+  m["Constant"] = constant;
+  m["ReduceMean"] = reduce_mean;
+}
+
+}  // namespace loom::graph_opt::onnx_frontend

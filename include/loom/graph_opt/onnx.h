@@ -1,0 +1,60 @@
+// Reading ONNX models into the graph IR. The frontend (graph_opt/frontend/onnx, the only place
+// that includes ONNX's protobuf headers) is built when CMake finds Debian's libonnx-dev and
+// libprotobuf-dev; without them these functions throw loom::Error saying so.
+//
+// An ONNX model (opset 13 or later) becomes a Graph: graph inputs become inputs (with static
+// shapes), initializers and Constant nodes become constants, each node one or more registry
+// operators with normalized attributes, and every node whose inputs are all constants (Shape,
+// the arithmetic on shapes that follows it, weight transposes, …) is evaluated at import.
+// Tensors of rank 0 are held as shape [1] (loom has no rank-0 tensors).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "loom/graph_opt/graph.h"
+#include "loom/runtime/error.h"
+#include "loom/runtime/ndarray.h"
+
+namespace loom::graph_opt {
+
+/// Valid ONNX that loom cannot import: an operator, an attribute value, a data type or a
+/// dynamic shape it does not support. The message names the node (index and name), its op
+/// type and what is missing. A malformed model throws plain loom::Error.
+class OnnxUnsupported : public Error {
+ public:
+  using Error::Error;
+  OnnxUnsupported(const std::string& msg, std::string constant_input)
+      : Error(msg), constant_input(std::move(constant_input)) {}
+  /// Set when what is missing is the value of this graph input, which loom needs at import
+  /// (a shape, axes, pads, clip bounds): binding it (OnnxImportOptions::bind_inputs) helps.
+  std::string constant_input;
+};
+
+struct OnnxImportOptions {
+  /// Static shapes of graph inputs whose ONNX type has symbolic or unknown dims, by input name.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  /// Graph inputs bound to values: they become constants (as TVM's freeze_params does), so
+  /// that inputs loom needs at import (shapes, axes, pads, clip bounds) may be given this way.
+  /// An empty array stands for an empty tensor (e.g. axes [] of a reduction).
+  std::map<std::string, runtime::NDArray> bind_inputs;
+};
+
+/// Reads the ONNX model at `path` (external tensor data resolved next to it).
+Graph import_onnx(const std::string& path, const OnnxImportOptions& opt = {});
+/// Reads a serialized ModelProto; `source` names it in messages, `base_dir` is where
+/// external tensor data lies ("" for none).
+Graph import_onnx_bytes(std::string_view bytes, const std::string& source = "<onnx>",
+                        const OnnxImportOptions& opt = {}, const std::string& base_dir = "");
+/// Reads a serialized TensorProto (a test_data_set_N/input_K.pb of ONNX's test layout).
+/// Rank-0 tensors keep shape {} here.
+runtime::NDArray read_onnx_tensor(const std::string& path);
+
+/// True when this build has the ONNX frontend.
+bool onnx_frontend_available();
+/// The ONNX operators (default domain) the frontend imports, sorted.
+std::vector<std::string> onnx_supported_ops();
+
+}  // namespace loom::graph_opt

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Writes the end-to-end models (python/export_models.py) as cases in ONNX's test layout, with
+ONNX Runtime's outputs as the expected ones, so that loom_onnx_node_tests compares loom with
+ONNX Runtime on them:
+
+    OUT/<model>/model.onnx
+    OUT/<model>/test_data_set_0/input_0.pb    the exporter's input (standard normal, seeded)
+    OUT/<model>/test_data_set_0/output_0.pb   ONNX Runtime's output (CPU provider, all optimizations)
+    OUT/manifest.json
+
+The sizes are reduced so that loom's reference execution (te::evaluate) stays within seconds:
+--image-size (default 32) for ResNet-18 and MobileNetV2 (full channel widths and depth, 10
+classes), --seq/--hidden/--heads/--ffn (default 32/128/4/512) for the encoder layer.
+
+    gen_model_cases.py OUT [--image-size 32] [--seq 32] [--hidden 128] [--heads 4] [--ffn 512]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import export_models  # noqa: E402
+import ort_run  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--image-size", type=int, default=32)
+    ap.add_argument("--classes", type=int, default=10)
+    ap.add_argument("--seq", type=int, default=32)
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--ffn", type=int, default=512)
+    args = ap.parse_args()
+
+    if os.path.exists(args.out):
+        shutil.rmtree(args.out)
+    os.makedirs(args.out)
+    models = {
+        "resnet18": export_models.resnet18(0, args.image_size, args.classes),
+        "mobilenet_v2": export_models.mobilenet_v2(1, args.image_size, args.classes),
+        "bert_layer": export_models.bert_layer(2, args.seq, args.hidden, args.heads, args.ffn),
+    }
+    cases = []
+    for name, (model, inputs) in models.items():
+        d = os.path.join(args.out, name)
+        ds = os.path.join(d, "test_data_set_0")
+        os.makedirs(ds)
+        path = os.path.join(d, "model.onnx")
+        onnx.save(model, path)
+        rng = np.random.default_rng(500)
+        feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in inputs}
+        outs = ort_run.session(path, 1).run(None, feeds)
+        for k, (n, _) in enumerate(inputs):
+            onnx.save_tensor(numpy_helper.from_array(feeds[n], n), os.path.join(ds, f"input_{k}.pb"))
+        for k, o in enumerate(outs):
+            onnx.save_tensor(numpy_helper.from_array(o, model.graph.output[k].name), os.path.join(ds, f"output_{k}.pb"))
+        cases.append({"name": name, "ops": sorted({n.op_type for n in model.graph.node}),
+                      "inputs": [n for n, _ in inputs], "data_sets": 1, "onnx_rtol": 0.0, "onnx_atol": 0.0})
+        print(f"{name}: {len(model.graph.node)} nodes, input {[s for _, s in inputs]}, ONNX Runtime output "
+              f"{outs[0].shape} std {float(np.std(outs[0])):.3g}")
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        json.dump({"onnxruntime_version": ort.__version__, "cases": cases}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,393 @@
+// Runs ONNX's backend node tests (written by gen_node_tests.py in ONNX's layout) through
+// loom: import each model.onnx, run it on every test_data_set_N's inputs and compare with its
+// expected outputs. Prints one line per case, PASS, SKIP (with the reason) or FAIL (with what
+// went wrong), then "N passed, M failed, K skipped"; exits 1 if any case failed.
+//
+//   loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized,compiled]
+//                        [--rtol R --atol A] [--timeout S]
+//
+// Execution modes (--modes; a case passes when every mode does): "reference", the imported
+// graph run node by node (graph_opt::run_reference, te::evaluate); "optimized", the graph
+// after the pass pipeline (graph_opt::optimize: simplify inference, constant folding, scale
+// folding, CSE, layout, fusion), each fused group's composed computation evaluated at once
+// (run_reference_fused); "compiled", where the build has graph_opt/compile.h, the graph
+// compiled for the CPU (graph_opt::compile, LLVM) and run. Default: reference,compiled where
+// compile exists, else reference,optimized.
+//
+// Tolerance: |loom - expected| <= atol + rtol * |expected| elementwise with rtol 1e-4,
+// atol 1e-5 for float32/float64 (1e-3/1e-3 for float16), or else within the case's own
+// tolerance (ONNX's runner's: rtol 1e-3, atol 1e-7; some cases' expected values are written
+// to 4 digits), which the PASS line then says; NaN matches NaN; integers and bool exactly.
+// Expected rank-0 outputs match loom's shape [1].
+//
+// Inputs that loom needs at import (shapes, axes, pads, clip bounds) which a case passes as
+// graph inputs are bound to the data set's values (OnnxImportOptions::bind_inputs).
+//
+// Skips: a case loom cannot run (a loom::Error from import or execution) is SKIP only when the
+// skip file lists it (a regex matching its whole name, then the reason); an unlisted error is
+// FAIL, as is a listed case that passes (so the list stays true). A wrong result is FAIL
+// whatever the list says. Each case runs in a child process, so a crash is a FAIL too.
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "loom/graph_opt/onnx.h"
+#include "loom/graph_opt/passes.h"
+#include "loom/graph_opt/reference.h"
+#if __has_include("loom/graph_opt/compile.h")
+#include "loom/graph_opt/compile.h"
+#define LOOM_NODE_TESTS_HAVE_COMPILE 1
+#endif
+
+namespace fs = std::filesystem;
+using loom::runtime::NDArray;
+
+namespace {
+
+/// loom's own tolerance (--rtol/--atol; float16 always 1e-3/1e-3).
+double g_rtol = 1e-4, g_atol = 1e-5;
+
+struct SkipRule {
+  std::regex pattern;
+  std::string text, reason;
+};
+
+std::vector<SkipRule> read_skips(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw loom::Error("cannot open skip file " + path);
+  std::vector<SkipRule> rules;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    size_t start = line.find_first_not_of(" \t");
+    if (start == std::string::npos || line[start] == '#') continue;
+    size_t end = line.find_first_of(" \t", start);
+    std::string pat = line.substr(start, end - start);
+    std::string reason = end == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", end));
+    if (reason.empty()) throw loom::Error(fmt::format("{}:{}: '{}' has no reason", path, n, pat));
+    try {
+      rules.push_back({std::regex(pat), pat, reason});
+    } catch (const std::regex_error& e) {
+      throw loom::Error(fmt::format("{}:{}: bad regex '{}': {}", path, n, pat, e.what()));
+    }
+  }
+  return rules;
+}
+
+const SkipRule* listed(const std::vector<SkipRule>& rules, const std::string& name) {
+  for (const SkipRule& r : rules)
+    if (std::regex_match(name, r.pattern)) return &r;
+  return nullptr;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+/// How one output compares.
+struct Comparison {
+  std::string diff;    // "" when it matches
+  bool loose = false;  // matches only within the case's own (ONNX's) tolerance
+};
+
+/// Compares one output within loom's tolerance, or else the case's own (`case_rtol`/`case_atol`).
+Comparison compare(const NDArray& got, const NDArray& want, double case_rtol, double case_atol) {
+  if (got.dtype() != want.dtype()) return {fmt::format("dtype {} but expected {}", got.dtype().str(), want.dtype().str())};
+  std::vector<int64_t> ws = want.shape().empty() ? std::vector<int64_t>{1} : want.shape();
+  if (got.shape() != ws) return {fmt::format("shape {} but expected {}", shape_str(got.shape()), shape_str(want.shape()))};
+  const bool is_float = want.dtype().is_float();
+  const double rtol = want.dtype().bits() == 16 ? 1e-3 : g_rtol, atol = want.dtype().bits() == 16 ? 1e-3 : g_atol;
+  int64_t bad = 0, first = -1;
+  double worst = 0;
+  bool loose = false;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double g = got.get(i), w = want.get(i);
+    bool ok;
+    if (is_float) {
+      if (std::isnan(w) || std::isnan(g)) ok = std::isnan(w) && std::isnan(g);
+      else if (std::isinf(w) || std::isinf(g)) ok = g == w;
+      else {
+        const double d = std::abs(g - w);
+        ok = d <= atol + rtol * std::abs(w);
+        if (!ok && d <= case_atol + case_rtol * std::abs(w)) ok = loose = true;
+        if (!ok) worst = std::max(worst, d);
+      }
+    } else {
+      ok = want.dtype().bits() == 64 ? std::memcmp(static_cast<const char*>(got.raw_data()) + 8 * i,
+                                                   static_cast<const char*>(want.raw_data()) + 8 * i, 8) == 0
+                                     : g == w;
+    }
+    if (!ok && bad++ == 0) first = i;
+  }
+  if (bad == 0) return {"", loose};
+  return {fmt::format("{} of {} elements differ; first at flat index {}: {} but expected {}{}", bad, want.numel(), first,
+                      got.get(first), want.get(first), is_float ? fmt::format(" (largest difference {:.3g})", worst) : "")};
+}
+
+/// The case's entry in the generator's manifest (graph input names, ONNX's tolerances).
+nlohmann::json manifest_entry(const fs::path& dir) {
+  std::ifstream in(dir.parent_path() / "manifest.json");
+  if (!in) throw std::runtime_error("no manifest.json next to " + dir.string());
+  nlohmann::json m = nlohmann::json::parse(in);
+  for (const auto& c : m.at("cases"))
+    if (c.at("name") == dir.filename().string()) return c;
+  throw std::runtime_error("manifest.json does not list " + dir.filename().string());
+}
+
+/// Imports the case for one data set. A graph input that loom needs at import (a shape, axes,
+/// pads, clip bounds given as an input rather than an initializer) is bound to the data set's
+/// value, as TVM's freeze_params does; every other input stays an input.
+loom::graph_opt::Graph import_for(const fs::path& dir, const fs::path& set, const std::vector<std::string>& names) {
+  loom::graph_opt::OnnxImportOptions opt;
+  for (;;) {
+    try {
+      return loom::graph_opt::import_onnx((dir / "model.onnx").string(), opt);
+    } catch (const loom::graph_opt::OnnxUnsupported& e) {
+      auto it = std::find(names.begin(), names.end(), e.constant_input);
+      if (e.constant_input.empty() || opt.bind_inputs.count(e.constant_input) || it == names.end()) throw;
+      opt.bind_inputs[e.constant_input] =
+          loom::graph_opt::read_onnx_tensor((set / fmt::format("input_{}.pb", it - names.begin())).string());
+    }
+  }
+}
+
+/// Runs one case; "" when every data set matches, else what went wrong. Throws loom::Error
+/// when loom cannot import or run it.
+/// The graph's outputs for `args` in execution mode `mode`.
+std::vector<NDArray> execute(const loom::graph_opt::Graph& g, const std::string& mode, const std::vector<NDArray>& args) {
+  using namespace loom::graph_opt;
+  if (mode == "reference") return run_reference(g, args);
+  if (mode == "optimized") return run_reference_fused(optimize(g), args);
+#ifdef LOOM_NODE_TESTS_HAVE_COMPILE
+  if (mode == "compiled") {
+    loom::runtime::Module m = compile(g, loom::Target("llvm"));
+    std::vector<NDArray> outs;
+    std::vector<DLTensor*> call;
+    for (const NDArray& a : args) call.push_back(a.dltensor());
+    for (ValueRef v : g.outputs) outs.push_back(NDArray::empty(g.type(v).shape, g.type(v).dtype));
+    for (const NDArray& a : outs) call.push_back(a.dltensor());
+    m.get_function("run").call(call);
+    return outs;
+  }
+#endif
+  throw loom::Error("unknown execution mode " + mode);
+}
+
+std::string run_case(const fs::path& dir, const std::string& mode, bool* loose) {
+  using namespace loom::graph_opt;
+  const nlohmann::json entry = manifest_entry(dir);
+  const auto names = entry.at("inputs").get<std::vector<std::string>>();
+  const double case_rtol = entry.at("onnx_rtol").get<double>(), case_atol = entry.at("onnx_atol").get<double>();
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return "no test_data_set_N folder";
+  for (const fs::path& set : sets) {
+    Graph g = import_for(dir, set, names);
+    std::vector<NDArray> args;
+    for (int node : g.input_nodes()) {
+      const auto& t = g.nodes[size_t(node)].outputs[0];
+      auto k = std::find(names.begin(), names.end(), g.nodes[size_t(node)].name) - names.begin();
+      NDArray a = read_onnx_tensor((set / fmt::format("input_{}.pb", k)).string());
+      if (a.ndim() == 0) {  // rank 0 is [1] in loom
+        NDArray b = NDArray::empty({1}, a.dtype());
+        std::memcpy(b.raw_data(), a.raw_data(), a.nbytes());
+        a = b;
+      }
+      if (a.shape() != t.shape || a.dtype() != t.dtype)
+        return fmt::format("{}: input {} is {}{} but the graph takes {}", set.filename().string(), k, a.dtype().str(),
+                           shape_str(a.shape()), loom::te::ops::to_string(t));
+      args.push_back(a);
+    }
+    std::vector<NDArray> outs = execute(g, mode, args);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      fs::path want_path = set / fmt::format("output_{}.pb", k);
+      if (!fs::exists(want_path)) return fmt::format("{}: loom gives {} outputs, the case has fewer", set.filename().string(), outs.size());
+      Comparison c = compare(outs[k], read_onnx_tensor(want_path.string()), case_rtol, case_atol);
+      if (!c.diff.empty()) return fmt::format("{}: output {}: {}", set.filename().string(), k, c.diff);
+      *loose = *loose || c.loose;
+    }
+    if (fs::exists(set / fmt::format("output_{}.pb", outs.size())))
+      return fmt::format("{}: loom gives {} outputs, the case has more", set.filename().string(), outs.size());
+  }
+  return "";
+}
+
+/// What a child reports: a status letter (P pass, W wrong result, E loom error) and a message.
+std::string run_in_child(const fs::path& dir, const std::vector<std::string>& modes, int timeout_s, int* status_out) {
+  int fds[2];
+  if (pipe(fds) != 0) throw loom::Error("pipe failed");
+  pid_t pid = fork();
+  if (pid < 0) throw loom::Error("fork failed");
+  if (pid == 0) {
+    close(fds[0]);
+    alarm(unsigned(timeout_s));
+    std::string msg;
+    try {
+      bool loose = false;
+      std::string diff;
+      for (const std::string& mode : modes) {
+        try {
+          diff = run_case(dir, mode, &loose);
+        } catch (const loom::graph_opt::OnnxUnsupported&) {
+          throw;
+        } catch (const loom::Error& e) {
+          throw loom::Error(mode + ": " + e.what());
+        }
+        if (!diff.empty()) {
+          diff = mode + ": " + diff;
+          break;
+        }
+      }
+      msg = !diff.empty() ? "W" + diff : loose ? "L" : "P";
+    } catch (const loom::Error& e) {
+      msg = std::string(dynamic_cast<const loom::graph_opt::OnnxUnsupported*>(&e) ? "U" : "E") + e.what();
+    } catch (const std::exception& e) {
+      msg = std::string("X") + "exception: " + e.what();
+    }
+    ssize_t unused = write(fds[1], msg.data(), msg.size());
+    (void)unused;
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string msg;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, size_t(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  *status_out = status;
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    return std::string("C") + (sig == SIGALRM ? fmt::format("timed out after {} s", timeout_s)
+                                              : fmt::format("crashed with signal {} ({})", sig, strsignal(sig)));
+  }
+  if (msg.empty()) return "Cexited without a result";
+  return msg;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string cases_dir, skips_path, filter = ".*";
+#ifdef LOOM_NODE_TESTS_HAVE_COMPILE
+  std::string modes_arg = "reference,compiled";
+#else
+  std::string modes_arg = "reference,optimized";
+#endif
+  int timeout_s = 120;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--skips") skips_path = value();
+    else if (a == "--filter") filter = value();
+    else if (a == "--modes") modes_arg = value();
+    else if (a == "--rtol") g_rtol = std::stod(value());
+    else if (a == "--atol") g_atol = std::stod(value());
+    else if (a == "--timeout") timeout_s = std::stoi(value());
+    else if (!a.empty() && a[0] != '-' && cases_dir.empty()) cases_dir = a;
+    else {
+      std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized,compiled] [--rtol R --atol A] [--timeout S]\n";
+      return 2;
+    }
+  }
+  if (cases_dir.empty() || skips_path.empty()) {
+    std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized,compiled] [--rtol R --atol A] [--timeout S]\n";
+    return 2;
+  }
+  std::vector<std::string> modes;
+  for (size_t p = 0; p <= modes_arg.size();) {
+    size_t q = std::min(modes_arg.find(',', p), modes_arg.size());
+    modes.push_back(modes_arg.substr(p, q - p));
+    if (modes.back() != "reference" && modes.back() != "optimized" && modes.back() != "compiled") {
+      std::cerr << "--modes takes reference, optimized and/or compiled, got '" << modes.back() << "'\n";
+      return 2;
+    }
+    p = q + 1;
+  }
+  std::vector<SkipRule> skips;
+  try {
+    skips = read_skips(skips_path);
+  } catch (const loom::Error& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  }
+  if (!loom::graph_opt::onnx_frontend_available()) {
+    std::cout << "SKIPPED: this loom was built without the ONNX frontend (libonnx-dev, libprotobuf-dev)\n";
+    return 77;
+  }
+  std::vector<fs::path> cases;
+  std::regex only(filter);
+  for (const auto& e : fs::directory_iterator(cases_dir))
+    if (e.is_directory() && fs::exists(e.path() / "model.onnx") && std::regex_match(e.path().filename().string(), only))
+      cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+  if (cases.empty()) {
+    std::cerr << "no cases (folders with model.onnx) under " << cases_dir << " match '" << filter << "'\n";
+    return 2;
+  }
+  int passed = 0, failed = 0, skipped = 0;
+  std::vector<bool> rule_used(skips.size(), false);
+  const auto start = std::chrono::steady_clock::now();
+  for (const fs::path& dir : cases) {
+    const std::string name = dir.filename().string();
+    int status = 0;
+    std::string r = run_in_child(dir, modes, timeout_s, &status);
+    const char kind = r[0];
+    const std::string msg = r.substr(1);
+    const SkipRule* rule = listed(skips, name);
+    if (rule) rule_used[size_t(rule - skips.data())] = true;
+    if ((kind == 'P' || kind == 'L') && !rule) {
+      ++passed;
+      std::cout << "PASS " << name << (kind == 'L' ? " (within the case's own tolerance only, ONNX's rtol 1e-3)" : "") << "\n";
+    } else if (kind == 'P' || kind == 'L') {
+      ++failed;
+      std::cout << "FAIL " << name << ": passes, but the skip list says '" << rule->reason
+                << "' (remove it from the list)\n";
+    } else if ((kind == 'U' || kind == 'E') && rule) {
+      ++skipped;
+      std::cout << "SKIP " << name << ": " << rule->reason << " [" << msg << "]\n";
+    } else {
+      ++failed;
+      std::cout << "FAIL " << name << ": "
+                << (kind == 'W' ? "wrong result: " : kind == 'U' ? "unsupported (not in the skip list): "
+                                                   : kind == 'E' ? "error: " : "")
+                << msg << "\n";
+    }
+  }
+  for (size_t i = 0; i < skips.size(); ++i)
+    if (!rule_used[i] && filter == ".*")
+      std::cout << "note: skip rule '" << skips[i].text << "' matches no case\n";
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << fmt::format("ONNX node tests: {} cases, modes {}, rtol {:g} atol {:g}, {:.0f} s\n", cases.size(), modes_arg,
+                           g_rtol, g_atol, secs);
+  std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+  return failed ? 1 : 0;
+}
