@@ -5,7 +5,8 @@
 #     its right. include/loom/loom.h counts as the highest layer it includes.
 #   - LLVM headers only under codegen/llvm/; XGBoost only in tuner/xgb_cost_model.cc; CUDA
 #     headers (cuda*.h, nvrtc, cuBLAS, cuDNN) only under codegen/cuda/ and runtime/cuda/; ONNX's
-#     protobuf classes (onnx/..., google/protobuf/...) only under graph_opt/frontend/onnx/.
+#     protobuf classes (onnx/..., google/protobuf/...) only under graph_opt/frontend/onnx/; mpi.h
+#     only under tuner/distributed/.
 # Every violation is reported as file:line: the include and the rule; any makes the script fail.
 if(NOT SOURCE_DIR)
   get_filename_component(SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
@@ -16,6 +17,7 @@ set(LLVM_PLACE "codegen/llvm/")
 set(XGBOOST_PLACE "tuner/xgb_cost_model.cc")
 set(CUDA_PLACES "codegen/cuda/" "runtime/cuda/")
 set(ONNX_PLACE "graph_opt/frontend/onnx/")
+set(MPI_PLACE "tuner/distributed/")
 
 # The layer of a path relative to SOURCE_DIR ("" for none: tests, bench, examples, …).
 function(layer_of rel out)
@@ -116,6 +118,9 @@ foreach(rel IN LISTS files)
     endif()
     if((inc MATCHES "^onnx/" OR inc MATCHES "^google/protobuf/") AND NOT rel MATCHES "^${ONNX_PLACE}")
       list(APPEND violations "${where}: ONNX and protobuf headers belong under ${ONNX_PLACE} only")
+    endif()
+    if(inc MATCHES "^mpi(\\.h|proto\\.h|cxx\\.h)$" AND NOT rel MATCHES "^${MPI_PLACE}")
+      list(APPEND violations "${where}: MPI headers belong under ${MPI_PLACE} only")
     endif()
     if(inc MATCHES "^(cuda|cudaGL|cuda_[a-z0-9_]+|nvrtc|cublas[A-Za-z_]*|cudnn[A-Za-z_]*|nvml)\\.h$" OR inc MATCHES "^(cub|thrust|cuda)/")
       set(ok FALSE)
