@@ -180,6 +180,11 @@ TEST(Compile, WarnsOncePerUntunedWorkload) {
     if (!k.workload.empty()) workloads.insert(k.workload);
   EXPECT_EQ(lg.report.untuned.size(), workloads.size());
   EXPECT_LT(workloads.size(), lg.report.kernels.size()) << "repeated blocks share workloads";
+  EXPECT_EQ(lg.funcs.size(), lg.report.functions);
+  EXPECT_LT(lg.funcs.size(), lg.report.kernels.size()) << "repeated blocks share functions";
+  std::set<std::string> called;
+  for (const auto& k : lg.plan.kernels) called.insert(k.name);
+  EXPECT_EQ(called.size(), lg.funcs.size());
   std::string w = warn.str();
   EXPECT_NE(w.find("warning: no tuning record for conv2d_nchwc("), std::string::npos) << w;
   size_t lines = size_t(std::count(w.begin(), w.end(), '\n'));
