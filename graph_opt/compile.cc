@@ -157,10 +157,8 @@ LoweredGraph lower_graph(const Graph& graph, const Target& target, const records
     GroupCompute c = compose_group(g, int(i));
     GroupSchedule s = schedule_group(g, int(i), c, target, best);
     std::string name = kernel_name(grp.name, opt.entry, &names);
-    std::vector<te::Tensor> args = c.inputs;
-    args.insert(args.end(), c.outputs.begin(), c.outputs.end());
     try {
-      out.funcs.push_back(lowering::lower(s.sched, args, name, lopt));
+      out.funcs.push_back(lowering::lower(s.sched, s.args, name, lopt));
     } catch (const Error& e) {
       fail("compile: graph '{}', group {} ('{}': {}): {}", g.name, i, grp.name, member_ops(g, grp), e.what());
     }
