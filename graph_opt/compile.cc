@@ -9,6 +9,7 @@
 
 #include "loom/codegen/graph.h"
 #include "loom/runtime/error.h"
+#include "loom/te/op_registry.h"
 #include "schedule_group.h"
 
 namespace loom::graph_opt {
@@ -35,6 +36,31 @@ std::string member_ops(const Graph& g, const FusedGroup& grp) {
   std::string out;
   for (int n : grp.nodes) out += (out.empty() ? "" : "+") + g.nodes[size_t(n)].op;
   return out;
+}
+
+/// What the group computes, independent of its values' names: two groups with the same
+/// signature compose the same computation and get the same schedule, so they share a kernel.
+std::string group_signature(const Graph& g, const FusedGroup& grp) {
+  std::string sig;
+  std::map<ValueRef, std::string> local;
+  for (size_t k = 0; k < grp.inputs.size(); ++k) {
+    local[grp.inputs[k]] = fmt::format("in{}", k);
+    sig += fmt::format("in{}: {}\n", k, to_string(g.type(grp.inputs[k])));
+  }
+  for (size_t m = 0; m < grp.nodes.size(); ++m) {
+    const Node& n = g.nodes[size_t(grp.nodes[m])];
+    sig += fmt::format("m{} = {}(", m, n.op);
+    for (ValueRef v : n.inputs) sig += local.at(v) + ",";
+    sig += ")";
+    for (const auto& [k, v] : n.attrs) sig += fmt::format(" {}={}", k, te::ops::to_string(v));
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      local[{grp.nodes[m], int(o)}] = fmt::format("m{}:{}", m, o);
+      sig += " : " + to_string(n.outputs[o]);
+    }
+    sig += "\n";
+  }
+  for (ValueRef v : grp.outputs) sig += "out " + local.at(v) + "\n";
+  return sig;
 }
 
 /// The name of value `v` as the plan's tensors carry it: the node's, with ":k" for output k > 0.
@@ -113,24 +139,33 @@ LoweredGraph lower_graph(const Graph& graph, const Target& target, const records
   lopt.target = target;
   lopt.check_accesses = opt.check_accesses;
   std::vector<runtime::GraphKernel> kernels;
+  std::map<std::string, size_t> by_signature;  // signature → index into report.kernels of its first kernel
   for (size_t i = 0; i < g.groups.size(); ++i) {
     const FusedGroup& grp = g.groups[i];
+    runtime::GraphKernel k;
+    for (ValueRef v : grp.inputs) k.args.push_back(pb.tensor(v));
+    for (ValueRef v : grp.outputs) k.args.push_back(pb.tensor(v));
+    std::string sig = group_signature(g, grp);
+    if (auto same = by_signature.find(sig); same != by_signature.end()) {
+      CompiledKernel ck = report.kernels[same->second];
+      k.name = ck.name;
+      k.note = ck.schedule;
+      kernels.push_back(std::move(k));
+      report.kernels.push_back(std::move(ck));
+      continue;
+    }
     GroupCompute c = compose_group(g, int(i));
     GroupSchedule s = schedule_group(g, int(i), c, target, best);
     std::string name = kernel_name(grp.name, opt.entry, &names);
-    std::vector<te::Tensor> args = c.inputs;
-    args.insert(args.end(), c.outputs.begin(), c.outputs.end());
     try {
-      out.funcs.push_back(lowering::lower(s.sched, args, name, lopt));
+      out.funcs.push_back(lowering::lower(s.sched, s.args, name, lopt));
     } catch (const Error& e) {
       fail("compile: graph '{}', group {} ('{}': {}): {}", g.name, i, grp.name, member_ops(g, grp), e.what());
     }
-    runtime::GraphKernel k;
     k.name = name;
-    for (ValueRef v : grp.inputs) k.args.push_back(pb.tensor(v));
-    for (ValueRef v : grp.outputs) k.args.push_back(pb.tensor(v));
     k.note = s.note;
     kernels.push_back(std::move(k));
+    by_signature[sig] = report.kernels.size();
     report.kernels.push_back({name, member_ops(g, grp), s.note, s.workload, s.tuned});
     if (!s.workload.empty() && !s.tuned && warned.insert(s.workload).second) {
       report.untuned.push_back(s.workload);
@@ -140,6 +175,7 @@ LoweredGraph lower_graph(const Graph& graph, const Target& target, const records
                                  s.workload, target.str(), name);
     }
   }
+  report.functions = out.funcs.size();
   out.plan = pb.finish();
   out.plan.kernels = std::move(kernels);
   out.plan.name = opt.entry;

@@ -33,6 +33,8 @@ GroupSchedule schedule_group(const Graph& g, int group, const GroupCompute& c, c
   const FusedGroup& grp = g.groups[size_t(group)];
   GroupSchedule out;
   out.sched = schedule::create_schedule(c.outputs);
+  out.args = c.inputs;
+  out.args.insert(out.args.end(), c.outputs.begin(), c.outputs.end());
   std::set<te::Operation> outputs;
   for (const auto& t : c.outputs) outputs.insert(t.op());
   for (schedule::Stage st : out.sched.stages()) {

@@ -16,6 +16,9 @@ namespace loom::graph_opt {
 /// A group's schedule and how it was chosen.
 struct GroupSchedule {
   schedule::Schedule sched;
+  /// What to lower with: tensors standing for the group's inputs then its outputs, position
+  /// for position (a template may recompute the group over placeholders of its own).
+  std::vector<te::Tensor> args;
   std::string note;      // "conv2d_nchwc [1,64,56,56,64,3,3] tuned config 1234", "pattern injective"
   std::string workload;  // the anchor's workload key ("" without a template)
   bool tuned = false;

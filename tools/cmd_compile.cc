@@ -55,7 +55,8 @@ int run(const Args& a) {
   runtime::Module m = graph_opt::compile(g, target, logs.empty() ? nullptr : &best, opt, &report);
 
   int tuned = 0, templated = 0;
-  std::cout << fmt::format("{} kernels (level {}), in execution order:\n", report.kernels.size(), opt.passes.opt_level);
+  std::cout << fmt::format("{} kernels (level {}; {} distinct functions), in execution order:\n", report.kernels.size(),
+                           opt.passes.opt_level, report.functions);
   std::cout << fmt::format("  {:>3}  {:<36} {:<32} {}\n", "#", "kernel", "operators", "schedule");
   for (size_t k = 0; k < report.kernels.size(); ++k) {
     const auto& kern = report.kernels[k];

@@ -91,10 +91,16 @@ TEST(Compile, SmallResNet18MatchesTheReference) {
   EXPECT_EQ(info["kernels"].size(), report.kernels.size());
 }
 
+/// The small MobileNetV2, compiled once for the tests that run it.
+const Module& small_mobilenet() {
+  static Module m = compile(models::mobilenet_v2(test::small_model()), Target("llvm"));
+  return m;
+}
+
 TEST(Compile, SmallMobileNetV2MatchesTheReference) {
   Graph g = models::mobilenet_v2(test::small_model());
   auto inputs = test::graph_inputs(g);
-  EXPECT_EQ(test::compare_outputs(run(compile(g, Target("llvm")), g, inputs), run_reference(g, inputs)), "");
+  EXPECT_EQ(test::compare_outputs(run(small_mobilenet(), g, inputs), run_reference(g, inputs)), "");
 }
 
 TEST(Compile, EveryOptimizationLevelMatchesTheReference) {
@@ -115,7 +121,7 @@ TEST(Compile, EveryOptimizationLevelMatchesTheReference) {
 TEST(Compile, ExportedLibraryMatchesInProcess) {
   Graph g = models::mobilenet_v2(test::small_model());
   auto inputs = test::graph_inputs(g, 5);
-  Module m = compile(g, Target("llvm"));
+  const Module& m = small_mobilenet();
   std::string path = (work_dir() / "mobilenet.so").string();
   m.export_library(path);
   auto in_process = run(m, g, inputs);
@@ -180,6 +186,11 @@ TEST(Compile, WarnsOncePerUntunedWorkload) {
     if (!k.workload.empty()) workloads.insert(k.workload);
   EXPECT_EQ(lg.report.untuned.size(), workloads.size());
   EXPECT_LT(workloads.size(), lg.report.kernels.size()) << "repeated blocks share workloads";
+  EXPECT_EQ(lg.funcs.size(), lg.report.functions);
+  EXPECT_LT(lg.funcs.size(), lg.report.kernels.size()) << "repeated blocks share functions";
+  std::set<std::string> called;
+  for (const auto& k : lg.plan.kernels) called.insert(k.name);
+  EXPECT_EQ(called.size(), lg.funcs.size());
   std::string w = warn.str();
   EXPECT_NE(w.find("warning: no tuning record for conv2d_nchwc("), std::string::npos) << w;
   size_t lines = size_t(std::count(w.begin(), w.end(), '\n'));

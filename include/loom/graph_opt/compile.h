@@ -31,9 +31,10 @@ struct CompileOptions {
   bool check_accesses = false;
 };
 
-/// One kernel as compiled.
+/// One kernel as compiled. Groups that compute the same thing (same operators, attributes
+/// and types: a network's repeated blocks) call one function.
 struct CompiledKernel {
-  std::string name;      // the function (the group's name, made a C identifier)
+  std::string name;      // the function (the first such group's name, made a C identifier)
   std::string ops;       // the member operators: "conv2d_nchwc+add+relu"
   /// How it was scheduled: "conv2d_nchwc [N,C,…] tuned config 1234 (0.12 ms)", "… default
   /// config 17 (no record)", "pattern injective".
@@ -47,6 +48,7 @@ struct CompileReport {
   Graph fused;
   MemoryPlan memory;
   std::vector<CompiledKernel> kernels;
+  size_t functions = 0;  // distinct compiled functions the kernels call
   /// Workload keys of templates that found no record (each once).
   std::vector<std::string> untuned;
 };
