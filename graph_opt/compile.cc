@@ -122,12 +122,16 @@ class PlanBuilder {
 
 }  // namespace
 
+Graph optimize_for_compile(const Graph& graph, const CompileOptions& opt) {
+  return graph.groups.empty() && graph.num_ops() > 0 ? optimize(graph, opt.passes) : graph;
+}
+
 LoweredGraph lower_graph(const Graph& graph, const Target& target, const records::ApplyHistoryBest* best,
                          const CompileOptions& opt) {
   LOOM_CHECK(target.is_cpu(), "compile: target \"{}\": networks compile for the CPU (an llvm target)", target.str());
   LoweredGraph out;
   CompileReport& report = out.report;
-  report.fused = graph.groups.empty() && graph.num_ops() > 0 ? optimize(graph, opt.passes) : graph;
+  report.fused = optimize_for_compile(graph, opt);
   const Graph& g = report.fused;
   verify(g);
   report.memory = plan_memory(g);

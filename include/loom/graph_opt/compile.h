@@ -53,6 +53,10 @@ struct CompileReport {
   std::vector<std::string> untuned;
 };
 
+/// The fused graph compile works on: `graph` itself if it has groups (or no operators), else
+/// optimize(graph, opt.passes).
+Graph optimize_for_compile(const Graph& graph, const CompileOptions& opt = {});
+
 /// The graph executor's plan and the lowered kernels of `graph` (fused and planned first if
 /// it has no groups), not yet built.
 struct LoweredGraph {
