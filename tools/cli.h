@@ -145,5 +145,6 @@ Command records_command();
 Command run_model_command();  // `loom run`
 Command compile_command();
 Command import_command();
+Command tune_model_command();
 
 }  // namespace loom::cli

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "model_file.h"
 #include "loom/codegen/check_target.h"
 #include "loom/graph_opt/compile.h"
 #include "loom/graph_opt/serialize.h"
@@ -18,7 +19,8 @@ namespace {
 std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / double(1 << 20)); }
 
 int run(const Args& a) {
-  if (a.positional().size() != 1) a.usage_error("expected one MODEL.json (a model file, docs/graph.md)");
+  if (a.positional().size() != 1)
+    a.usage_error("expected one MODEL (a model file MODEL.json, docs/graph.md, or an ONNX model MODEL.onnx)");
   const std::string model = a.positional()[0];
   require_file("", model);
   const std::string out = a.required("--output");
@@ -43,7 +45,7 @@ int run(const Args& a) {
   }
   opt.warn = &std::cerr;
 
-  graph_opt::Graph g = graph_opt::load_graph(model);
+  graph_opt::Graph g = load_model(a, model);
   std::cout << fmt::format("{}: graph '{}', {} operators, {} input{}, {} output{}\n", model, g.name, g.num_ops(),
                            g.input_nodes().size(), g.input_nodes().size() == 1 ? "" : "s", g.outputs.size(),
                            g.outputs.size() == 1 ? "" : "s");
@@ -83,25 +85,29 @@ int run(const Args& a) {
 Command compile_command() {
   Command c;
   c.name = "compile";
-  c.synopsis = "compile a network (model.json) into one self-contained library";
-  c.usage = "MODEL.json -o MODEL.so [--log FILE ...] [--target T] [--opt-level N] [--disable PASS ...]";
+  c.synopsis = "compile a network (model.json or model.onnx) into one self-contained library";
+  c.usage = "MODEL.json|MODEL.onnx -o MODEL.so [--log FILE ...] [--target T] [--opt-level N] [--disable PASS ...]";
   c.description =
-      "Reads a model file (docs/graph.md), optimizes and fuses it (--opt-level, default 3: folding,\n"
-      "fusion, channel-blocked layouts), plans its memory, schedules every fused kernel (its anchor's\n"
-      "template with the best config of the --log files, or the template's default with a warning\n"
-      "per untuned workload; a schedule from the kernel's pattern where no template applies) and\n"
-      "writes one library with the weights embedded and its C header (docs/deploy.md). Prints the\n"
-      "kernels with how each was scheduled and the memory plan; `loom run` runs the library.\n\n"
+      "Reads a model file (docs/graph.md) or an ONNX model (docs/onnx.md), optimizes and fuses it\n"
+      "(--opt-level, default 3: folding, fusion, channel-blocked layouts), plans its memory,\n"
+      "schedules every fused kernel (its anchor's template with the best config of the --log files,\n"
+      "or the template's default with a warning per untuned workload; a schedule from the kernel's\n"
+      "pattern where no template applies) and writes one library with the weights embedded and its\n"
+      "C header (docs/deploy.md). Prints the kernels with how each was scheduled and the memory\n"
+      "plan; `loom run` runs the library. `loom tune-model` writes a log for the same network and\n"
+      "options.\n\n"
       "example:\n"
-      "  loom compile resnet18.json --log resnet18.jsonl -o resnet18.so\n"
+      "  loom tune-model resnet18.onnx --trials-per-task 64 --log resnet18.jsonl\n"
+      "  loom compile resnet18.onnx --log resnet18.jsonl -o resnet18.so\n"
       "  loom run resnet18.so --repeat 50";
-  c.positional = "MODEL.json";
+  c.positional = "MODEL";
   c.options = {
       {"--output", "FILE.so", "the library to write (its header goes next to it)", false, "-o"},
       {"--log", "FILE", "a tuning log to take configs from", true},
       {"--target", "T", "an llvm target (default llvm: this CPU)"},
       {"--opt-level", "N", "0 (no fusion) to 3 (default)"},
       {"--disable", "PASS", "skip a graph pass by name", true},
+      input_shape_option(),
   };
   c.run = run;
   return c;

@@ -208,7 +208,7 @@ TEST_F(CliTest, CompileErrors) {
     std::string msg;
   };
   std::vector<Case> cases = {
-      {"compile" + out, 2, "expected one MODEL.json"},
+      {"compile" + out, 2, "expected one MODEL"},
       {"compile " + net, 2, "-o/--output FILE.so is required"},
       {"compile " + path("missing.json") + out, 2, "no such file"},
       {"compile " + net + out + " --opt-level 4", 2, "--opt-level"},

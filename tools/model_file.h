@@ -1,0 +1,23 @@
+// Reading a network for the commands that take one (compile, tune-model, import): a loom
+// model file (docs/graph.md) or an ONNX model (docs/onnx.md).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "loom/graph_opt/graph.h"
+
+namespace loom::cli {
+
+/// --input-shape NAME=DIMS (repeated), for ONNX models with dynamic dims.
+Option input_shape_option();
+
+/// The ONNX model at `path`, with the --input-shape options of `a`.
+graph_opt::Graph import_onnx_model(const Args& a, const std::string& path);
+
+/// The network at `path`: an ONNX model when it ends in ".onnx" (with the --input-shape
+/// options of `a`), else a loom model file. UsageError when the file is missing or
+/// --input-shape is given for a model file.
+graph_opt::Graph load_model(const Args& a, const std::string& path);
+
+}  // namespace loom::cli
