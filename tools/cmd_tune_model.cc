@@ -134,7 +134,7 @@ int run(const Args& a) {
 
   int confirmed = 0, resumed = 0, errors = 0;
   for (const tuner::TaskProgress& t : s.tasks) confirmed += t.confirmed, resumed += t.resumed, errors += t.errors;
-  std::cout << scheduler.table();
+  if (!opt.progress) std::cout << scheduler.table();  // else the scheduler's last table is on stderr
   std::cout << fmt::format("tuned     {} trials ({} errors) in {} rounds{}{} in {}\n", s.trials, errors, s.rounds,
                            confirmed ? fmt::format(" and {} confirming measurements", confirmed) : "",
                            resumed ? fmt::format(", {} resumed from the log", resumed) : "",
