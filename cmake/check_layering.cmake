@@ -4,7 +4,8 @@
 #     a file of a layer (its folder, or include/loom/<layer>/) includes no header of a layer to
 #     its right. include/loom/loom.h counts as the highest layer it includes.
 #   - LLVM headers only under codegen/llvm/; XGBoost only in tuner/xgb_cost_model.cc; CUDA
-#     headers (cuda*.h, nvrtc, cuBLAS, cuDNN) only under codegen/cuda/ and runtime/cuda/.
+#     headers (cuda*.h, nvrtc, cuBLAS, cuDNN) only under codegen/cuda/ and runtime/cuda/; mpi.h
+#     only under tuner/distributed/.
 # Every violation is reported as file:line: the include and the rule; any makes the script fail.
 if(NOT SOURCE_DIR)
   get_filename_component(SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
@@ -14,6 +15,7 @@ set(LAYERS runtime te schedule lower codegen records tuner graph_opt tools)
 set(LLVM_PLACE "codegen/llvm/")
 set(XGBOOST_PLACE "tuner/xgb_cost_model.cc")
 set(CUDA_PLACES "codegen/cuda/" "runtime/cuda/")
+set(MPI_PLACE "tuner/distributed/")
 
 # The layer of a path relative to SOURCE_DIR ("" for none: tests, bench, examples, …).
 function(layer_of rel out)
@@ -111,6 +113,9 @@ foreach(rel IN LISTS files)
     endif()
     if(inc MATCHES "^xgboost/" AND NOT rel STREQUAL XGBOOST_PLACE)
       list(APPEND violations "${where}: XGBoost headers belong in ${XGBOOST_PLACE} only")
+    endif()
+    if(inc MATCHES "^mpi(\\.h|proto\\.h|cxx\\.h)$" AND NOT rel MATCHES "^${MPI_PLACE}")
+      list(APPEND violations "${where}: MPI headers belong under ${MPI_PLACE} only")
     endif()
     if(inc MATCHES "^(cuda|cudaGL|cuda_[a-z0-9_]+|nvrtc|cublas[A-Za-z_]*|cudnn[A-Za-z_]*|nvml)\\.h$" OR inc MATCHES "^(cub|thrust|cuda)/")
       set(ok FALSE)

@@ -140,6 +140,7 @@ std::string Record::to_json() const {
   j["target"] = target;
   j["cpu"] = target_cpu;
   j["features"] = target_features;
+  if (!host.empty()) j["host"] = host;
   j["flop"] = flop;
   j["config"] = {{"index", config.index}, {"knobs", knobs}, {"labels", labels}};
   j["result"] = {{"costs", result.costs},
@@ -186,6 +187,7 @@ Record Record::from_json(const std::string& line) {
   r.target = top.str("target");
   r.target_cpu = top.str("cpu");
   r.target_features = top.str("features");
+  if (top.raw().contains("host")) r.host = top.str("host");
   r.flop = top.number("flop");
 
   Reader c = top.object("config");

@@ -1,15 +1,36 @@
 // `loom tune`: searches an operator's config space, appending every trial to a log.
+#include <cstdlib>
 #include <iostream>
 
 #include "cli.h"
 #include "loom/loom.h"
 #include "loom/tuner/features.h"
 #include "loom/tuner/tuner.h"
+#ifdef LOOM_CLI_HAVE_MPI
+#include "loom/tuner/distributed.h"
+#endif
 
 namespace loom::cli {
 namespace {
 
 int run(const Args& a) {
+#ifdef LOOM_CLI_HAVE_MPI
+  // Under mpirun with several ranks: rank 0 searches and logs, the others serve it.
+  std::unique_ptr<tuner::distributed::Cluster> cluster;
+  if (tuner::distributed::launched_by_mpi() && tuner::distributed::launcher_world_size() != 1) {
+    tuner::distributed::ClusterOptions co;
+    co.progress = a.has("--quiet") ? nullptr : &std::cerr;
+    cluster = std::make_unique<tuner::distributed::Cluster>(nullptr, nullptr, co);
+    if (cluster->rank() != 0) {
+      cluster->serve();
+      return 0;
+    }
+  }
+#else
+  if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE"); n && std::atoi(n) > 1)
+    std::cerr << fmt::format("loom: warning: started by mpirun with {} ranks, but this loom was built without MPI "
+                             "(LOOM_WITH_MPI off): every rank tunes on its own\n", n);
+#endif
   tuner::Task task = task_from(a);
   tuner::TuneOptions opt;
   opt.log_file = a.required("--log");
@@ -46,6 +67,12 @@ int run(const Args& a) {
   } else {
     t = tuner::make_tuner(name, task);
   }
+#ifdef LOOM_CLI_HAVE_MPI
+  if (cluster && cluster->size() > 1) {
+    cluster->announce(task.target());
+    opt.service = cluster->service();
+  }
+#endif
   tuner::TuneSummary s = t->tune(opt);
 
   std::string errors;
@@ -90,6 +117,19 @@ Command tune_command() {
       "its fastest configs again (--confirm); these records carry tuner \"confirm\", and `loom\n"
       "build`, `bench` and `records best` rank a config by the median of all its records.\n"
       "Exit status 1 when no trial succeeded. Apply the log with `loom build` or `loom bench`.\n\n"
+      "On several machines (a loom built with MPI): started by mpirun with more than one rank,\n"
+      "rank 0 runs the search and writes the log, and every rank (rank 0 included) builds and\n"
+      "measures chunks of each batch in its own worker processes. A rank whose CPU differs from\n"
+      "the target's (without -mcpu: from rank 0's) says so and only compiles: candidates that\n"
+      "fail to build are recorded from it, the others are measured by a matching rank. Records\n"
+      "name the host that measured them. --batch defaults to the workers of all ranks; the\n"
+      "configs a seeded search explores depend on --batch, not on the number of ranks. A lost\n"
+      "rank ends the job (the log keeps every finished batch): rerun with --resume. Run one rank\n"
+      "per machine, as ranks sharing one disturb each other's timings. Under Slurm:\n"
+      "  salloc -N 8 --ntasks-per-node=1 mpirun loom tune … --log net.jsonl\n"
+      "  (or in an sbatch script: `mpirun loom tune …`, which takes the hosts from the\n"
+      "  allocation; or `srun --mpi=pmix loom tune …` where Slurm has PMIx)\n"
+      "Without Slurm: mpirun -np 4 --host a,b,c,d loom tune …; as root add --allow-run-as-root.\n\n"
       "example:\n"
       "  loom tune --op matmul --shape 1024,1024,1024 --trials 200 --log matmul.jsonl";
   c.options = workload_options();
@@ -105,11 +145,11 @@ Command tune_command() {
            "lowering; spaces up to 65536 configs ranked whole) (default: auto)"},
       {"--transfer-from", "FILE", "seed the xgb cost model with another log's records", true},
       {"--timeout", "S", "seconds allowed to build, and to run, one candidate (default: 10)"},
-      {"--jobs", "N", "candidates built in parallel (default: 0, one per core)"},
+      {"--jobs", "N", "candidates built in parallel (default: 0, one per core; under mpirun, per rank)"},
       {"--seed", "N", "seed of the tuner's random choices (default: 0)"},
       {"--batch", "N",
        "candidates proposed and measured before the tuner learns from them (default 0: one per build worker, "
-       "i.e. --jobs)"},
+       "i.e. --jobs; under mpirun, the workers of all ranks)"},
       {"--repeat", "R", "timed repeats per candidate (default: 3)"},
       {"--min-repeat-ms", "MS", "minimum duration of one timed repeat (default: 100)"},
       {"--early-stopping", "N", "stop after N trials without improvement (default: never)"},

@@ -334,6 +334,16 @@ std::vector<records::MeasureResult> Measurer::measure(const std::vector<int64_t>
 }
 
 std::vector<records::MeasureResult> Measurer::measure(const std::vector<ConfigEntity>& configs) {
+  return process(configs, true);
+}
+
+std::vector<records::MeasureResult> Measurer::build(const std::vector<int64_t>& indices) {
+  std::vector<ConfigEntity> configs;
+  for (int64_t i : indices) configs.push_back(task_.space().get(i));
+  return process(configs, false);
+}
+
+std::vector<records::MeasureResult> Measurer::process(const std::vector<ConfigEntity>& configs, bool run) {
   std::vector<records::MeasureResult> results(configs.size());
   const size_t nw = impl_->workers.size();
   auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.timeout_s));
@@ -399,9 +409,9 @@ std::vector<records::MeasureResult> Measurer::measure(const std::vector<ConfigEn
       r.all_cost = std::chrono::duration<double>(Clock::now() - t0[j]).count();
     }
     // Run phase: one candidate at a time.
-    impl_->await_reference();
+    if (run) impl_->await_reference();
     for (size_t j = 0; j < m; ++j) {
-      if (!built[j]) {
+      if (!built[j] || !run) {
         results[start + j].timestamp = unix_time();
         continue;
       }
@@ -427,6 +437,12 @@ std::vector<records::MeasureResult> Measurer::measure(const std::vector<ConfigEn
     }
   }
   return results;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "";
+  return buf;
 }
 
 std::string host_cpu_name() {

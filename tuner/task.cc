@@ -131,14 +131,18 @@ int64_t Task::default_index() const { return node_->default_index; }
 
 records::Record Task::record(int64_t index, const records::MeasureResult& result, const std::string& tuner) const {
   static const std::string cpu = host_cpu_name();
+  static const std::string host = host_name();
   records::Record rec;
   rec.workload = node_->workload;
   rec.target = node_->target.str();
-  rec.target_cpu = cpu;
+  rec.target_cpu = result.host.empty() ? cpu : result.cpu;
+  rec.host = result.host.empty() ? host : result.host;
   rec.target_features = node_->target.get("mattr");
   rec.flop = node_->flop;
   rec.config = node_->space.get(index).to_record();
   rec.result = result;
+  rec.result.host.clear();
+  rec.result.cpu.clear();
   rec.tuner = tuner;
   rec.loom_version = records::loom_version();
   return rec;

@@ -82,7 +82,9 @@ void Tuner::update(const std::vector<int64_t>&, const std::vector<records::Measu
 
 TuneSummary Tuner::tune(const TuneOptions& opt) {
   LOOM_CHECK(opt.batch_size >= 0, "TuneOptions: batch_size must not be negative, got {}", opt.batch_size);
-  const int batch_size = opt.batch_size > 0 ? opt.batch_size : measure_workers(opt.measure);
+  const int batch_size = opt.batch_size > 0 ? opt.batch_size
+                         : opt.service     ? std::max(1, opt.service->parallelism(opt.measure))
+                                           : measure_workers(opt.measure);
   LOOM_CHECK(opt.n_trial >= 0, "TuneOptions: n_trial must not be negative, got {}", opt.n_trial);
   LOOM_CHECK(opt.confirm_top >= 0, "TuneOptions: confirm_top must not be negative, got {}", opt.confirm_top);
   const auto t_start = Clock::now();
@@ -142,6 +144,12 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
     if (opt.measure_fn) {
       std::vector<records::MeasureResult> results = opt.measure_fn(batch);
       LOOM_CHECK(results.size() == batch.size(), "TuneOptions::measure_fn returned {} results for {} configs",
+                 results.size(), batch.size());
+      return results;
+    }
+    if (opt.service) {
+      std::vector<records::MeasureResult> results = opt.service->measure(task_, opt.measure, batch);
+      LOOM_CHECK(results.size() == batch.size(), "TuneOptions::service returned {} results for {} configs",
                  results.size(), batch.size());
       return results;
     }

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "loom/codegen/check_target.h"
 #include "loom/runtime/error.h"
 
 namespace loom::codegen {
@@ -161,6 +162,14 @@ std::string host_incompatibility(const Target& target) {
     break;
   }
   return cache[target.str()] = why;
+}
+
+HostCpu host_cpu() {
+  std::vector<std::string> on;
+  for (const auto& f : llvm::sys::getHostCPUFeatures())
+    if (f.second) on.push_back("+" + f.first().str());
+  std::sort(on.begin(), on.end());
+  return HostCpu{llvm::sys::getHostCPUName().str(), fmt::format("{}", fmt::join(on, ","))};
 }
 
 llvm::TargetMachine* get_target_machine(const Target& target) {

@@ -155,6 +155,23 @@ TEST(RecordTest, JsonRoundTripOfAFullRecord) {
     EXPECT_NE(line.find(field), std::string::npos) << field << " in " << line;
 }
 
+TEST(RecordTest, HostIsAnOptionalFieldOlderLogsLack) {
+  Record r = make_record("matmul", {8, 8, 8}, "llvm", 3, 1e-3);
+  r.host = "node17";
+  std::string line = r.to_json();
+  EXPECT_NE(line.find("\"host\":\"node17\""), std::string::npos) << line;
+  EXPECT_EQ(Record::from_json(line).host, "node17");
+  // A record written before the field existed reads with an empty host.
+  r.host.clear();
+  std::string old = r.to_json();
+  EXPECT_EQ(old.find("\"host\""), std::string::npos) << old;
+  EXPECT_EQ(Record::from_json(old).host, "");
+  // Present, it must be a string.
+  std::string bad = line;
+  bad.replace(bad.find("\"node17\""), 8, "17");
+  EXPECT_NE(error_of(bad).find("'host' is a integer, expected a string"), std::string::npos) << error_of(bad);
+}
+
 TEST(RecordTest, EveryErrorCodeRoundTripsThroughJson) {
   for (int i = 0; i <= static_cast<int>(ErrorCode::kUnknown); ++i) {
     Record r = make_record("matmul", {8, 8, 8}, "llvm", i, 1e-3, static_cast<ErrorCode>(i));

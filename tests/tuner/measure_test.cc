@@ -71,6 +71,29 @@ TEST_F(MeasureTest, FailuresAreRecordedWithTheirCodesAndTheBatchGoesOn) {
   EXPECT_EQ(again[1].error, ErrorCode::kNoError) << again[1].error_msg;
 }
 
+TEST_F(MeasureTest, BuildOnlyRecordsBuildFailuresAndTimesNothing) {
+  Task task = Task::create("test_faulty", {64}, Target("llvm"));
+  MeasureOptions o = fast_options();
+  o.timeout_s = 2;
+  Measurer m(task, o);
+  std::vector<int64_t> idx = {config_with(task, {{"mode", 0}}), config_with(task, {{"mode", 1}}),
+                              config_with(task, {{"mode", 2}}), config_with(task, {{"mode", 3}}),
+                              config_with(task, {{"mode", 4}})};
+  auto res = m.build(idx);
+  ASSERT_EQ(res.size(), idx.size());
+  EXPECT_EQ(res[0].error, ErrorCode::kNoError) << res[0].error_msg;
+  EXPECT_EQ(res[1].error, ErrorCode::kBuildTimeout) << res[1].error_msg;
+  EXPECT_EQ(res[2].error, ErrorCode::kCompile) << res[2].error_msg;
+  EXPECT_EQ(res[3].error, ErrorCode::kNoError) << "a wrong answer shows only when run: " << res[3].error_msg;
+  EXPECT_EQ(res[4].error, ErrorCode::kInstantiation) << res[4].error_msg;
+  for (const auto& r : res) EXPECT_TRUE(r.costs.empty());
+  for (const auto& r : res) EXPECT_GT(r.timestamp, 1.6e9);
+  // The same workers measure afterwards.
+  auto measured = m.measure(std::vector<int64_t>{idx[0], idx[3]});
+  EXPECT_EQ(measured[0].error, ErrorCode::kNoError) << measured[0].error_msg;
+  EXPECT_EQ(measured[1].error, ErrorCode::kWrongAnswer) << measured[1].error_msg;
+}
+
 TEST_F(MeasureTest, ARunTimeCrashIsARuntimeErrorNamingTheSignal) {
   Task task = Task::create("test_segv", {16}, Target("llvm"));
   Measurer m(task, fast_options());

@@ -292,6 +292,68 @@ TEST_F(TunerTest, MeasureFnReplacesTheMeasurer) {
       Error);
 }
 
+/// A MeasureService that answers from a landscape and says the results came from "node7".
+class FakeService : public MeasureService {
+ public:
+  int parallelism(const MeasureOptions&) override { return 5; }
+  std::vector<records::MeasureResult> measure(const Task& task, const MeasureOptions&,
+                                              const std::vector<int64_t>& indices) override {
+    batches.push_back(indices);
+    std::vector<records::MeasureResult> out;
+    for (int64_t i : indices) {
+      records::MeasureResult r;
+      r.costs = {1e-3 * double(1 + i % 7)};
+      r.host = "node7";
+      r.cpu = "Node CPU";
+      out.push_back(r);
+    }
+    return out;
+  }
+  std::vector<std::vector<int64_t>> batches;
+};
+
+TEST_F(TunerTest, AServiceMeasuresInPlaceOfTheMeasurerAndRecordsNameItsHost) {
+  Task task = Task::create("matmul", {500, 300, 700}, Target("llvm"));
+  auto service = std::make_shared<FakeService>();
+  TuneOptions o = fast_options(log_path("service.jsonl"), 12, 0);
+  o.progress = nullptr;
+  o.service = service;
+  TuneSummary s = RandomTuner(task).tune(o);
+  EXPECT_EQ(s.trials, 12);
+  // batch_size 0: the service's parallelism.
+  ASSERT_EQ(service->batches.size(), 3u);
+  EXPECT_EQ(service->batches[0].size(), 5u);
+  EXPECT_EQ(service->batches[2].size(), 2u);
+  auto recs = records::read_log(o.log_file).records;
+  ASSERT_EQ(recs.size(), 12u);
+  for (const records::Record& r : recs) {
+    EXPECT_EQ(r.host, "node7");
+    EXPECT_EQ(r.target_cpu, "Node CPU");
+  }
+  // The same seed and batch size explore the same configs with the service as without it.
+  TuneOptions local = fast_options("", 12, 5);
+  local.progress = nullptr;
+  std::vector<int64_t> seen;
+  local.measure_fn = [&](const std::vector<int64_t>& batch) {
+    seen.insert(seen.end(), batch.begin(), batch.end());
+    return service->measure(task, local.measure, batch);
+  };
+  RandomTuner(task).tune(local);
+  std::vector<int64_t> first;
+  for (size_t b = 0; b < 3; ++b) first.insert(first.end(), service->batches[b].begin(), service->batches[b].end());
+  EXPECT_EQ(seen, first);
+}
+
+TEST_F(TunerTest, RecordsOfLocalMeasurementsNameThisHost) {
+  Task task = Task::create("matmul", {8, 8, 8}, Target("llvm"));
+  records::MeasureResult r;
+  r.costs = {1e-3};
+  records::Record rec = task.record(task.default_index(), r, "random");
+  EXPECT_EQ(rec.host, host_name());
+  EXPECT_FALSE(rec.host.empty());
+  EXPECT_EQ(rec.target_cpu, host_cpu_name());
+}
+
 // The confirm step re-measures the fastest configs, interleaved: a config that led only through a
 // lucky first measurement drops out, the next one is confirmed in its place, and the log chooses
 // the same best as the summary.

@@ -71,6 +71,11 @@ struct MeasureResult {
   std::string error_msg;
   double all_cost = 0;     // seconds spent building and measuring this trial
   double timestamp = 0;    // Unix time the trial finished
+  /// Where the trial was built and measured: host name and CPU model name. Empty: this
+  /// process's machine (tuner::Task::record fills in the local ones). Not part of the
+  /// "result" object of a record; they become Record::host and Record::target_cpu.
+  std::string host;
+  std::string cpu;
   /// Mean of costs; +inf when there is an error or no cost.
   double mean_cost() const;
 };
@@ -86,6 +91,7 @@ struct Record {
   std::string target;        // Target::str(), e.g. "llvm -mcpu=skylake-avx512"
   std::string target_cpu;    // host CPU name when measured
   std::string target_features;
+  std::string host;          // host name of the machine that measured it; "" in older logs
   double flop = 0;           // floating point operations per run of the workload
   ConfigRecord config;
   MeasureResult result;
@@ -97,8 +103,8 @@ struct Record {
   /// One JSON object without a newline.
   std::string to_json() const;
   /// Parses one line; throws loom::Error naming what is missing or malformed (every field of
-  /// the schema is required; unknown fields are ignored), or SchemaVersionError when "v" is
-  /// not kSchemaVersion.
+  /// the schema is required but "host", added later and read as "" when absent; unknown
+  /// fields are ignored), or SchemaVersionError when "v" is not kSchemaVersion.
   static Record from_json(const std::string& line);
 };
 

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "loom/records/record.h"
@@ -9,6 +10,7 @@
 
 namespace loom::tuner {
 
+/// (tuner/distributed/protocol.cc sends every field to other MPI ranks: add new ones there.)
 struct MeasureOptions {
   /// Runs per timed repeat; raised until one repeat takes at least min_repeat_ms.
   int number = 1;
@@ -69,6 +71,9 @@ class Measurer {
   /// One result per config, in order.
   std::vector<records::MeasureResult> measure(const std::vector<ConfigEntity>& configs);
   std::vector<records::MeasureResult> measure(const std::vector<int64_t>& indices);
+  /// Only builds (instantiates and compiles) the configs: an error result for each that
+  /// fails, as measure() would record it; kNoError with no costs for each that builds.
+  std::vector<records::MeasureResult> build(const std::vector<int64_t>& indices);
 
   const Task& task() const { return task_; }
   const MeasureOptions& options() const { return opt_; }
@@ -76,9 +81,25 @@ class Measurer {
 
  private:
   struct Impl;
+  std::vector<records::MeasureResult> process(const std::vector<ConfigEntity>& configs, bool run);
   Task task_;
   MeasureOptions opt_;
   std::unique_ptr<Impl> impl_;
+};
+
+/// Where a tuning loop has its candidates measured in place of a Measurer of its own
+/// (TuneOptions::service): tuner::distributed's MPI cluster is one. One service may serve
+/// many tasks, one batch at a time.
+class MeasureService {
+ public:
+  virtual ~MeasureService() = default;
+  /// Candidates it builds at once with these options: a batch of this many keeps every
+  /// worker busy (TuneOptions::batch_size 0 means this many).
+  virtual int parallelism(const MeasureOptions& opt) = 0;
+  /// One result per config index of `task`, in order, measured with `opt`. Results measured
+  /// on another machine name it (MeasureResult::host, ::cpu).
+  virtual std::vector<records::MeasureResult> measure(const Task& task, const MeasureOptions& opt,
+                                                      const std::vector<int64_t>& indices) = 0;
 };
 
 /// "" when a forked child of this process can allocate and copy CUDA device memory, else
@@ -87,5 +108,8 @@ std::string cuda_worker_unavailable_reason();
 
 /// The host CPU's model name from /proc/cpuinfo ("" if unknown).
 std::string host_cpu_name();
+
+/// This machine's host name (gethostname; "" if unknown).
+std::string host_name();
 
 }  // namespace loom::tuner

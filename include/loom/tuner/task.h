@@ -71,8 +71,9 @@ class Task {
   Instance instantiate_default() const;
   int64_t default_index() const;
 
-  /// The log record of config `index` measured as `result` by `tuner` on this machine (with
-  /// its CPU name, the target's features and this loom's version).
+  /// The log record of config `index` measured as `result` by `tuner`: with the host name and
+  /// CPU name of the machine that measured it (result.host and result.cpu, or this machine's
+  /// when result.host is empty), the target's features and this loom's version.
   records::Record record(int64_t index, const records::MeasureResult& result, const std::string& tuner) const;
 
  private:

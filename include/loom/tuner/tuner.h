@@ -25,8 +25,9 @@ struct TuneOptions {
   /// Log every trial is appended to; empty: no log.
   std::string log_file;
   /// Configs proposed, then measured, before the tuner learns from them; 0: one round of the
-  /// measurer's build workers (measure_workers(measure)), so no worker idles and the model
-  /// is refit as often as that allows.
+  /// measurer's build workers (measure_workers(measure), or service->parallelism(measure)),
+  /// so no worker idles and the model is refit as often as that allows. The configs a seeded
+  /// search explores depend on it, not on where they are measured.
   int batch_size = 0;
   /// Stop after this many trials without a better result; -1: never.
   int early_stopping = -1;
@@ -53,6 +54,9 @@ struct TuneOptions {
   /// Replaces the Measurer when set: one result per config index, in order. For studying or
   /// testing search against known costs (a table measured once), free of timing noise.
   std::function<std::vector<records::MeasureResult>(const std::vector<int64_t>&)> measure_fn;
+  /// Measures the batches in place of a Measurer of this process when set (and measure_fn is
+  /// not): e.g. tuner::distributed::Cluster::service(), which spreads them over MPI ranks.
+  std::shared_ptr<MeasureService> service;
 };
 
 struct TuneSummary {
