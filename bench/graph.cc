@@ -8,7 +8,7 @@
 // Each variant's outputs are checked against oneDNN's before timing; times are medians of
 // interleaved repeats (bench_common.h) at each thread count. With --profile, the last
 // variant's kernels are listed with their share of the latency and, for the memory-bound ones
-// (no convolution or dense), the bandwidth their argument bytes imply next to this machine's
+// (all but convolutions and dense layers; depthwise convolutions count as memory-bound), the bandwidth their argument bytes imply next to this machine's
 // measured copy bandwidth (memcpy of 64 MiB, on as many threads).
 //
 //   bench/graph [--models resnet18,mobilenet_v2] [--threads 1,2] [--variants LIST]
@@ -160,7 +160,10 @@ void print_profile(const Variant& v, const graph_opt::Graph& g, const std::vecto
   int slow = 0, memory_bound = 0;
   for (size_t k = 0; k < kernels.size(); ++k) {
     std::string name = kernels[k]["name"];
-    bool compute = name.find("conv2d") != std::string::npos || name.find("dense") != std::string::npos;
+    // Convolutions (but depthwise ones: about two flops per byte) and dense layers are
+    // compute-bound; everything else moves more bytes than it computes.
+    bool compute = (name.find("conv2d") != std::string::npos && name.find("depthwise") == std::string::npos) ||
+                   name.find("dense") != std::string::npos;
     double gbs = med[k] > 0 ? kernels[k].value("bytes", 0.0) / (med[k] * 1e-3) : 0;
     std::string of_copy = "";
     if (!compute) {
@@ -173,7 +176,8 @@ void print_profile(const Variant& v, const graph_opt::Graph& g, const std::vecto
                              total > 0 ? 100 * med[k] / total : 0.0, gbs / 1e9, of_copy,
                              kernels[k].value("note", ""));
   }
-  std::cout << fmt::format("  memory-bound kernels (no conv2d/dense): {}, below half the copy bandwidth: {} (marked !)\n",
+  std::cout << fmt::format("  memory-bound kernels (all but conv2d and dense; depthwise included): {}, below half the copy "
+                           "bandwidth: {} (marked !)\n",
                            memory_bound, slow);
 }
 

@@ -44,25 +44,24 @@ void inline_stages(schedule::Schedule& s) {
   RewriteReads rw;
   for (const Stage& st : s.stages()) {
     if (st->op->kind == te::OpKind::kPlaceholder) continue;
-    const te::OperationNode* original = st->op.get();
     std::vector<Expr> body;
     bool changed = false;
     for (const Expr& e : st->op->body) {
       body.push_back(rw.mutate(e));
       changed |= !body.back().same_as(e);
     }
+    te::Operation old = st->op;
     if (changed) {
       auto n = std::make_shared<te::OperationNode>(*st->op);
       n->body = body;
-      te::Operation old = st->op;
       st->op = n;
       s->stage_map[n.get()] = st;
       rw.replaced[old.get()] = n;
       std::replace(s->outputs.begin(), s->outputs.end(), old, te::Operation(n));
     }
-    // Readers still name the original operation: an inlined stage whose body changed (it
-    // reads a replaced operation) is substituted under both names.
-    if (st->attach_type == AttachType::kInline) rw.inlined[original] = rw.inlined[st->op.get()] = st->op;
+    // Readers still name the stage's operation as it was (before a producer of it was
+    // substituted into it): both names inline the rewritten body.
+    if (st->attach_type == AttachType::kInline) rw.inlined[st->op.get()] = rw.inlined[old.get()] = st->op;
   }
 }
 

@@ -118,6 +118,7 @@ Schedule Schedule::copy() const {
   LOOM_CHECK(defined(), "schedule: copy of an undefined schedule");
   auto n = std::make_shared<ScheduleNode>();
   n->outputs = node_->outputs;
+  n->retired_ops = node_->retired_ops;
   std::unordered_map<const StageNode*, Stage> remap;
   for (const Stage& s : node_->stages) {
     Stage c(std::make_shared<StageNode>(*s.get()));

@@ -41,10 +41,9 @@ Stage make_stage(const te::Operation& op) {
 }
 
 void set_stage_op(ScheduleNode* sch, const Stage& stage, const te::Operation& op) {
-  if (stage->op && stage->op != stage->origin_op) {
-    auto it = sch->stage_map.find(stage->op.get());
-    if (it != sch->stage_map.end() && it->second == stage) sch->stage_map.erase(it);
-  }
+  // The replaced operation stays mapped to its stage: a consumer refreshed to read it (an
+  // intermediate operation, after an earlier primitive) is redirected by the next refresh.
+  if (stage->op && stage->op != stage->origin_op) sch->retired_ops.push_back(stage->op);
   std::replace(sch->outputs.begin(), sch->outputs.end(), stage->op, op);
   stage->op = op;
   sch->stage_map[op.get()] = stage;

@@ -24,7 +24,7 @@ std::vector<IterVar> root_iter_vars(const te::Operation& op);
 bool is_reduction(const te::Operation& op);
 
 /// Points `stage` at `op` and keeps stage_map and outputs in step: the stage stays reachable
-/// through its original operation and its current one (an intermediate one is forgotten), and
+/// through every operation it has had (replaced ones kept alive in retired_ops), and
 /// outputs lists current operations.
 void set_stage_op(ScheduleNode* sch, const Stage& stage, const te::Operation& op);
 

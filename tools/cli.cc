@@ -204,13 +204,15 @@ std::vector<int64_t> parse_int_list(const std::string& option, const std::string
   return out;
 }
 
-records::Workload workload_from(const Args& a) {
+records::Workload workload_from(const Args& a, const std::string& target_kind) {
   records::Workload w;
   w.op = a.required("--op");
   const tuner::Template* t = nullptr;
   try {
-    t = &tuner::get_template(w.op);
+    t = &tuner::get_template(w.op, target_kind);
   } catch (const Error& e) {
+    if (tuner::find_template(w.op, "llvm") || tuner::find_template(w.op, "cuda"))
+      a.usage_error("--target: {} has no schedule template for '{}'", w.op, target_kind);
     a.usage_error("--op: {}", e.what());
   }
   std::string shape = a.str("--shape");
@@ -235,7 +237,6 @@ records::Workload workload_from(const Args& a) {
 }
 
 tuner::Task task_from(const Args& a) {
-  records::Workload w = workload_from(a);
   std::optional<Target> target;
   try {
     target.emplace(a.str("--target", "llvm"));
@@ -243,11 +244,7 @@ tuner::Task task_from(const Args& a) {
   } catch (const Error& e) {
     a.usage_error("--target: {}", e.what());
   }
-  const tuner::Template& t = tuner::get_template(w.op);
-  bool supported = false;
-  for (const auto& k : t.targets) supported |= k == target->kind();
-  if (!supported) a.usage_error("--target: {} has no schedule template for '{}'", w.op, target->kind());
-  return tuner::Task::create(w, *target);
+  return tuner::Task::create(workload_from(a, target->kind()), *target);
 }
 
 // ------------------------------------------------------------------ choosing a config
@@ -266,7 +263,7 @@ Chosen choose_config(const tuner::Task& task, const std::vector<std::string>& lo
     for (const records::Record& r : log.records) best.add(r);
   }
   const std::string target = task.target().str();
-  std::optional<records::Record> rec = best.best(task.workload(), target);
+  std::optional<records::Record> rec = tuner::best_record(task, best);
   if (!rec) {
     if (warn)
       *warn << fmt::format("warning: no tuning record for {} on {}{}; using the default config\n", task.key(), target,

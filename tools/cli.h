@@ -105,9 +105,9 @@ std::vector<Option> workload_options(bool with_target = true);
 /// whose config index lies outside their template's config space.
 void check_config_indices();
 std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text);
-/// The workload the options name, checked by its template (UsageError naming the option
-/// that is wrong).
-records::Workload workload_from(const Args& a);
+/// The workload the options name, checked by its template for `target_kind` (UsageError
+/// naming the option that is wrong).
+records::Workload workload_from(const Args& a, const std::string& target_kind = "llvm");
 /// The task of workload_from(a) on --target (default llvm).
 tuner::Task task_from(const Args& a);
 

@@ -26,7 +26,7 @@ int run(const Args& a) {
   for (const std::string& f : logs) {
     for (const records::Record& r : records::read_log(f, &std::cerr).records) best.add(r);
   }
-  std::optional<records::Record> rec = best.best(task.workload(), task.target().str());
+  std::optional<records::Record> rec = tuner::best_record(task, best);
   std::ostringstream fallback;
   runtime::Module m = tuner::build_best(task, best, &fallback, name, a.has("--check-bounds"));
   if (!fallback.str().empty()) std::cerr << "warning: " << fallback.str();

@@ -17,10 +17,24 @@ ConfigEntity record_config(const Task& task, const records::Record& record) {
   }
 }
 
+std::optional<records::Record> best_record(const Task& task, const records::ApplyHistoryBest& best) {
+  const std::string target = task.target().str();
+  if (auto r = best.best(task.workload(), target)) return r;
+  std::vector<std::string> names = task.tmpl().aliases;
+  names.insert(names.begin(), task.tmpl().name);
+  records::Workload w = task.workload();
+  for (const std::string& n : names) {
+    if (n == task.workload().op) continue;
+    w.op = n;
+    if (auto r = best.best(w, target)) return r;
+  }
+  return std::nullopt;
+}
+
 runtime::Module build_best(const Task& task, const records::ApplyHistoryBest& best, std::ostream* warn,
                            const std::string& name, bool check_accesses) {
   const std::string target = task.target().str();
-  std::optional<records::Record> rec = best.best(task.workload(), target);
+  std::optional<records::Record> rec = best_record(task, best);
   Instance inst;
   if (rec) {
     inst = task.instantiate(record_config(task, *rec));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "loom/tuner/measure.h"
 #include "templates/templates.h"
@@ -14,9 +15,12 @@
 namespace loom::tuner {
 namespace {
 
+/// Templates by (name or alias, target kind).
+using Key = std::pair<std::string, std::string>;
+
 struct Registry {
   std::mutex mu;
-  std::map<std::string, std::shared_ptr<const Template>> templates;
+  std::map<Key, std::shared_ptr<const Template>> templates;
   std::vector<std::shared_ptr<const Template>> replaced;  // keeps references handed out valid
 };
 
@@ -28,10 +32,17 @@ Registry& registry() {
 void add(Registry& r, Template t) {
   LOOM_CHECK(!t.name.empty(), "register_template: a template needs a name");
   LOOM_CHECK(t.compute && t.schedule, "register_template: template '{}' needs compute and schedule functions", t.name);
+  LOOM_CHECK(!t.targets.empty(), "register_template: template '{}' names no target", t.name);
   auto p = std::make_shared<const Template>(std::move(t));
-  auto it = r.templates.find(p->name);
-  if (it != r.templates.end()) r.replaced.push_back(it->second);
-  r.templates[p->name] = p;
+  for (const std::string& kind : p->targets) {
+    std::vector<std::string> names = p->aliases;
+    names.insert(names.begin(), p->name);
+    for (const std::string& n : names) {
+      auto it = r.templates.find({n, kind});
+      if (it != r.templates.end()) r.replaced.push_back(it->second);
+      r.templates[{n, kind}] = p;
+    }
+  }
 }
 
 // Built-in templates register once, on first use of the registry (no static-init order).
@@ -40,11 +51,16 @@ Registry& ready_registry() {
   Registry& r = registry();
   std::call_once(once, [&] {
     std::lock_guard<std::mutex> lock(r.mu);
-    for (Template& t : builtin_templates()) {
-      if (!r.templates.count(t.name)) add(r, std::move(t));
-    }
+    for (Template& t : builtin_templates()) add(r, std::move(t));
   });
   return r;
+}
+
+/// Sorted names (not aliases) of the registered templates; the caller holds the lock.
+std::vector<std::string> names_locked(const Registry& r) {
+  std::set<std::string> names;
+  for (const auto& [key, t] : r.templates) names.insert(t->name);
+  return {names.begin(), names.end()};
 }
 
 }  // namespace
@@ -55,24 +71,50 @@ void register_template(Template t) {
   add(r, std::move(t));
 }
 
-const Template& get_template(const std::string& name) {
+const Template* find_template(const std::string& name, const std::string& target_kind) {
   Registry& r = ready_registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  auto it = r.templates.find(name);
-  if (it == r.templates.end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, _] : r.templates) names.push_back(n);
-    fail("no schedule template '{}' (templates: {})", name, fmt::join(names, ", "));
+  auto it = r.templates.find({name, target_kind});
+  return it == r.templates.end() ? nullptr : it->second.get();
+}
+
+const Template& get_template(const std::string& name, const std::string& target_kind) {
+  if (const Template* t = find_template(name, target_kind)) return *t;
+  Registry& r = ready_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> kinds;
+  for (const auto& [key, t] : r.templates)
+    if (key.first == name) kinds.push_back(key.second);
+  if (!kinds.empty())
+    fail("template '{}' does not support target '{}' (it supports: {})", name, target_kind, fmt::join(kinds, ", "));
+  fail("no schedule template '{}' (templates: {})", name, fmt::join(names_locked(r), ", "));
+}
+
+const Template& get_template(const std::string& name) {
+  if (const Template* t = find_template(name, "llvm")) return *t;
+  {
+    Registry& r = ready_registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (const auto& [key, t] : r.templates)
+      if (key.first == name) return *t;
   }
-  return *it->second;
+  return get_template(name, "llvm");  // throws, listing the templates
 }
 
 std::vector<std::string> template_names() {
   Registry& r = ready_registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  std::vector<std::string> names;
-  for (const auto& [n, _] : r.templates) names.push_back(n);
-  return names;
+  return names_locked(r);
+}
+
+std::vector<const Template*> templates() {
+  Registry& r = ready_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<const Template*> out;
+  std::set<const Template*> seen;
+  for (const auto& [key, t] : r.templates)
+    if (key.first == t->name && seen.insert(t.get()).second) out.push_back(t.get());
+  return out;
 }
 
 // ---------------------------------------------------------------- Task
@@ -97,9 +139,7 @@ Task Task::create(const std::string& op, std::vector<int64_t> shape, const Targe
 }
 
 Task Task::create(const records::Workload& w, const Target& target) {
-  const Template& t = get_template(w.op);
-  LOOM_CHECK(std::find(t.targets.begin(), t.targets.end(), target.kind()) != t.targets.end(),
-             "template '{}' does not support target '{}' (it supports: {})", t.name, target.str(), fmt::join(t.targets, ", "));
+  const Template& t = get_template(w.op, target.kind());
   if (t.check) t.check(w);
   auto node = std::make_shared<Node>();
   node->workload = w;

@@ -55,14 +55,14 @@ class LayoutRewriter {
   /// form it now has. `src_hint` names its layout when the value carries none (a weight).
   Value get(ValueRef v, const std::string& want, const std::string& src_hint = "") {
     const std::string& orig = g_.type(v).layout;
-    auto conv = primary_.find(v);
+    auto now = primary_.find(v);
     std::string src;
-    if (conv == primary_.end()) {
+    if (now == primary_.end()) {
       if (want.empty() || want == orig || (orig.empty() && want == src_hint)) return rw_.map(v);
       src = orig.empty() ? src_hint : orig;
     } else {
-      if (want == conv->second) return rw_.map(v);
-      src = conv->second;
+      if (want == now->second) return rw_.map(v);
+      src = now->second;
     }
     std::string dst = !want.empty() ? want : !orig.empty() ? orig : "NCHW";
     auto& alt = alternates_[v];
@@ -192,22 +192,24 @@ class LayoutRewriter {
     if (lead.empty()) return false;
     int64_t b = block_of(lead);
     if (out[1] % b != 0) return false;
+    // Every input must fit before any is transformed.
+    for (const ValueRef& v : n.inputs) {
+      const TensorType& t = g_.type(v);
+      if (t.shape != out && !detail::per_axis_extent(t.shape, out, 1)) return false;
+    }
     std::vector<Value> in;
     for (const ValueRef& v : n.inputs) {
       const TensorType& t = g_.type(v);
       if (t.shape == out) {
         in.push_back(get(v, lead, "NCHW"));
-        continue;
-      }
-      std::optional<int64_t> ext = detail::per_axis_extent(t.shape, out, 1);
-      if (!ext) return false;
-      if (numel(t) == 1) {
+      } else if (numel(t) == 1) {
         in.push_back(rw_.map(v));
-        continue;
+      } else {
+        int64_t ext = *detail::per_axis_extent(t.shape, out, 1);
+        TensorType blocked_out{{out[0], out[1] / b, out[2], out[3], b}, t.dtype, lead};
+        in.push_back(detail::reshape_to(rw_, rw_.map(v), detail::per_channel_shape(blocked_out, 1, lead, ext),
+                                        g_.nodes[size_t(v.node)].name + "." + lead));
       }
-      TensorType blocked{{out[0], out[1] / b, out[2], out[3], b}, t.dtype, lead};
-      in.push_back(detail::reshape_to(rw_, rw_.map(v), detail::per_channel_shape(blocked, 1, lead, *ext),
-                                      g_.nodes[size_t(v.node)].name + "." + lead));
     }
     emit(i, n.op, in, n.attrs);
     return true;

@@ -6,17 +6,13 @@
 
 #include "loom/graph_opt/builder.h"
 #include "loom/graph_opt/passes.h"
+#include "../model_format.h"
 
 namespace loom::graph_opt {
 
 namespace {
 
-uint64_t content_hash(const runtime::NDArray& a) {
-  const auto* p = static_cast<const unsigned char*>(a.raw_data());
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0, n = a.nbytes(); i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
+uint64_t content_hash(const runtime::NDArray& a) { return detail::fnv1a(a.raw_data(), a.nbytes()); }
 
 bool same_contents(const runtime::NDArray& a, const runtime::NDArray& b) {
   return a.raw_data() == b.raw_data() || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;

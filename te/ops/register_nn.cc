@@ -266,8 +266,9 @@ OpDef batch_matmul_op() {
   };
   d.strategy["llvm"] = [](const Types& in, const Attrs& a) -> std::optional<TemplateCall> {
     const auto &x = in[0].shape, &y = in[1].shape;
-    if (!is_f32(in[0]) || attr_int(a, "transpose_a") || attr_int(a, "transpose_b") || x[0] != y[0])
-      return std::nullopt;
+    if (!is_f32(in[0]) || attr_int(a, "transpose_a") || x[0] != y[0]) return std::nullopt;
+    if (attr_int(a, "transpose_b"))  // B [b,N,K], as attention's Q·K^T
+      return TemplateCall{"batch_matmul", {x[0], x[1], y[1], x[2]}, "float32", {{"transpose_b", "1"}}};
     return TemplateCall{"batch_matmul", {x[0], x[1], y[2], x[2]}, "float32", {}};
   };
   return d;

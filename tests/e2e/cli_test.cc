@@ -108,6 +108,28 @@ TEST_F(CliTest, OpsListsTemplatesAndLowerStillWorks) {
   EXPECT_HAS(lower.out, "for");
 }
 
+// One op name serves every target: --target picks the template; the old CUDA names still work.
+TEST_F(CliTest, OneOpNamePerTargetAndTheGraphOperators) {
+  Result graph = loom("ops --graph");
+  ASSERT_EQ(graph.rc, 0) << graph.err;
+  EXPECT_HAS(graph.out, "conv2d(data, weight [bias])  out_elemwise_fusable");
+  EXPECT_HAS(graph.out, "layout_transform(data)  injective");
+  Result ops = loom("ops");
+  EXPECT_HAS(ops.out, "matmul (also matmul_cuda)  --shape M,N,K  [cuda]");
+  Result no_gpu_template = loom("build --op softmax --shape 4,4 --target cuda -o " + path("s.so"));
+  EXPECT_EQ(no_gpu_template.rc, 2);
+  EXPECT_HAS(no_gpu_template.err, "--target: softmax has no schedule template for 'cuda'");
+  Result cpu_only_name = loom("show --op dense_pack --shape 4,16,8 --target cuda");
+  EXPECT_EQ(cpu_only_name.rc, 2);
+  EXPECT_HAS(cpu_only_name.err, "--target");
+  // The GPU template's IR from its new and its old name (lowering needs no GPU).
+  for (const char* op : {"matmul", "matmul_cuda"}) {
+    Result show = loom(std::string("show --op ") + op + " --shape 64,64,64 --target cuda");
+    ASSERT_EQ(show.rc, 0) << show.err;
+    EXPECT_HAS(show.out, "launch_kernel");
+  }
+}
+
 TEST_F(CliTest, VectorReportOfLowerAndShow) {
   // The te::ops examples are unscheduled: no vector code, and the IR is not printed.
   Result lower = loom("lower --op matmul --shape 16,16,16 --vector-report");

@@ -7,24 +7,9 @@
 namespace loom::graph_opt {
 namespace {
 
+using test::random_array;
+using test::group_members;
 using runtime::NDArray;
-
-NDArray random_array(std::vector<int64_t> shape, uint64_t seed) {
-  NDArray a = NDArray::empty(std::move(shape), DataType::Float(32));
-  a.fill_random(seed);
-  return a;
-}
-
-/// Each group as the names of its members, in execution order.
-std::vector<std::vector<std::string>> group_members(const Graph& g) {
-  std::vector<std::vector<std::string>> r;
-  for (const FusedGroup& grp : g.groups) {
-    std::vector<std::string> m;
-    for (int n : grp.nodes) m.push_back(g.nodes[size_t(n)].name);
-    r.push_back(m);
-  }
-  return r;
-}
 
 using Groups = std::vector<std::vector<std::string>>;
 

@@ -10,13 +10,8 @@
 namespace loom::graph_opt {
 namespace {
 
+using test::random_array;
 using runtime::NDArray;
-
-NDArray random_array(std::vector<int64_t> shape, uint64_t seed) {
-  NDArray a = NDArray::empty(std::move(shape), DataType::Float(32));
-  a.fill_random(seed);
-  return a;
-}
 
 /// x -> conv2d(3x3, pad 1) -> relu -> add(x') where x' = conv2d 1x1 of x.
 Graph small_graph() {

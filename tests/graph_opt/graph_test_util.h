@@ -50,6 +50,24 @@ inline std::string compare_outputs(const std::vector<runtime::NDArray>& got, con
   return "";
 }
 
+/// A float32 array of `shape`, uniform in [lo, hi) from `seed`.
+inline runtime::NDArray random_array(std::vector<int64_t> shape, uint64_t seed, double lo = -1, double hi = 1) {
+  runtime::NDArray a = runtime::NDArray::empty(std::move(shape), DataType::Float(32));
+  a.fill_random(seed, lo, hi);
+  return a;
+}
+
+/// Each fused group as the names of its members, in execution order.
+inline std::vector<std::vector<std::string>> group_members(const graph_opt::Graph& g) {
+  std::vector<std::vector<std::string>> r;
+  for (const graph_opt::FusedGroup& grp : g.groups) {
+    std::vector<std::string> m;
+    for (int n : grp.nodes) m.push_back(g.nodes[size_t(n)].name);
+    r.push_back(m);
+  }
+  return r;
+}
+
 /// Number of op nodes running `op`.
 inline int count_ops(const graph_opt::Graph& g, const std::string& op) {
   int n = 0;

@@ -148,6 +148,9 @@ TEST(GraphJson, MalformedFilesNameTheNode) {
        {"node 'conv'"}},
       {"constant data of the wrong length", edit(text, R"("data": [)", R"("data": [0.5,)"), {"'w'", "\"data\""}},
       {"negative dim", edit(text, R"("shape":[1,2,)", R"("shape":[-1,2,)"), {"'x'", "positive"}},
+      {"huge constant", edit(text, R"("shape":[3,2,1,1])", R"("shape":[2000000000,2000000000,1,1])"),
+       {"'w'", "2^40"}},
+      {"wrong number of inputs", edit(text, R"("inputs": ["conv"])", R"("inputs": ["conv","x"])"), {"node 'relu'"}},
       {"bad dtype", edit(text, R"("dtype":"float32","layout":"NCHW"}},)", R"("dtype":"float33","layout":"NCHW"}},)"),
        {"'x'", "float33"}},
       {"other version", edit(text, R"("version": 1)", R"("version": 2)"), {"version 2"}},
@@ -208,10 +211,16 @@ TEST(GraphJson, CorruptedTextNeverCrashes) {
   std::string text = small_json();
   std::mt19937 rng(5);
   int errors = 0;
-  for (int trial = 0; trial < 400; ++trial) {
+  for (int trial = 0; trial < 600; ++trial) {
     std::string t = text;
-    if (trial % 2) {
+    if (trial % 3 == 0) {
       t.resize(rng() % t.size());
+    } else if (trial % 3 == 1) {
+      // A number replaced by an extreme one.
+      size_t at = t.find_first_of("0123456789", rng() % t.size());
+      if (at == std::string::npos) continue;
+      const char* extremes[] = {"4294967297", "-9223372036854775808", "18446744073709551615", "1e308", "0", "-1"};
+      t.replace(at, 1, extremes[rng() % 6]);
     } else {
       for (int k = 0; k < 3; ++k) t[rng() % t.size()] = "{}[]\",:0-9ae \x01"[rng() % 16];
     }
@@ -221,7 +230,7 @@ TEST(GraphJson, CorruptedTextNeverCrashes) {
       ++errors;
     }
   }
-  EXPECT_GT(errors, 200);
+  EXPECT_GT(errors, 300);
 }
 
 }  // namespace

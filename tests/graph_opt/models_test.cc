@@ -11,17 +11,8 @@
 namespace loom::graph_opt {
 namespace {
 
+using test::group_members;
 using Groups = std::vector<std::vector<std::string>>;
-
-Groups group_members(const Graph& g) {
-  Groups r;
-  for (const FusedGroup& grp : g.groups) {
-    std::vector<std::string> m;
-    for (int n : grp.nodes) m.push_back(g.nodes[size_t(n)].name);
-    r.push_back(m);
-  }
-  return r;
-}
 
 /// ResNet-18's kernels after the O3 pipeline. Every conv+bn(+relu) is one conv2d_nchwc with
 /// the batch norm folded into its weights and bias (named as the conv), the relu fused; the

@@ -12,15 +12,10 @@
 namespace loom::graph_opt {
 namespace {
 
+using test::random_array;
 using runtime::NDArray;
 using test::compare_outputs;
 using test::count_ops;
-
-NDArray random_array(std::vector<int64_t> shape, uint64_t seed, double lo = -1, double hi = 1) {
-  NDArray a = NDArray::empty(std::move(shape), DataType::Float(32));
-  a.fill_random(seed, lo, hi);
-  return a;
-}
 
 /// Runs the passes of the O3 pipeline one at a time on `g`, comparing each result (and the
 /// fused graph, group by group) with the unoptimized graph's reference outputs.
@@ -81,6 +76,67 @@ TEST(GraphPasses, SimplifyInferenceRewritesBatchNorm) {
   Graph f = eliminate_dead_code(fold_constants(s));
   EXPECT_EQ(count_ops(f, "multiply"), count_ops(g, "batch_norm"));  // only x * scale is left
   EXPECT_EQ(count_ops(f, "sqrt"), 0);
+}
+
+TEST(GraphPasses, SimplifyInferenceWithParametersGivenAtRunTime) {
+  GraphBuilder b("bn_inputs");
+  Value x = b.input("x", {{2, 3, 4, 4}, DataType::Float(32), "NCHW"});
+  Value mean = b.input("mean", {{3}, DataType::Float(32), ""});
+  Value var = b.constant("var", random_array({3}, 1, 0.5, 1.5));
+  Value gamma = b.constant("gamma", random_array({3}, 2));
+  Value beta = b.constant("beta", random_array({3}, 3));
+  b.output(b.batch_norm(x, gamma, beta, mean, var, 1e-3, "bn"));
+  Graph g = b.build();
+  Graph s = optimize(g);
+  EXPECT_EQ(count_ops(s, "batch_norm"), 0);
+  EXPECT_EQ(count_ops(s, "sqrt"), 0);  // gamma / sqrt(var + eps) folded, mean * scale not
+  std::vector<NDArray> in = test::graph_inputs(g);
+  EXPECT_EQ(compare_outputs(run_reference(s, in), run_reference(g, in)), "");
+}
+
+TEST(GraphPasses, AlterLayoutEntersChangesBlocksAndLeavesRegions) {
+  // NCHW input with 32 channels (transformed in), a 24-channel conv (block 8), a conv back to
+  // 32 (NCHW8c in, NCHW16c out), a depthwise conv, pooling, an intermediate graph output (it
+  // leaves the region), and dense.
+  GraphBuilder b("regions");
+  Value x = b.input("x", {{1, 32, 6, 6}, DataType::Float(32), "NCHW"});
+  Conv2dAttrs pad1;
+  pad1.padding = {1, 1};
+  Value c1 = b.relu(b.conv2d(x, b.constant("w1", random_array({16, 32, 3, 3}, 1, -0.2, 0.2)), pad1, "c1"), "r1");
+  Value c2 = b.conv2d(c1, b.constant("w2", random_array({24, 16, 1, 1}, 2)), {}, "c2");
+  c2 = b.add(c2, b.constant("t2", random_array({24, 1, 1}, 3)), "c2_shift");
+  Value c3 = b.conv2d(c2, b.constant("w3", random_array({32, 24, 1, 1}, 4, -0.3, 0.3)), {}, "c3");
+  c3 = b.clip(c3, 0, 6, "c3_relu6");
+  Conv2dAttrs dw = pad1;
+  dw.groups = 32;
+  Value d = b.conv2d(c3, b.constant("wd", random_array({32, 1, 3, 3}, 5)), dw, "dw");
+  Pool2dAttrs p;
+  p.pool_size = {2, 2};
+  p.strides = {2, 2};
+  Value pool = b.max_pool2d(d, p, "pool");
+  Value gp = b.global_avg_pool2d(pool, "gap");
+  Value fc = b.dense(b.flatten(gp, "flatten"), b.constant("wf", random_array({5, 32}, 6)), "fc");
+  b.output(c1);
+  b.output(fc);
+  Graph g = b.build();
+
+  Graph l = eliminate_dead_code(fold_constants(cancel_layout_transforms(alter_layout(g))));
+  EXPECT_EQ(count_ops(l, "conv2d"), 0) << l;
+  EXPECT_EQ(count_ops(l, "conv2d_nchwc"), 3);
+  EXPECT_EQ(count_ops(l, "depthwise_conv2d_nchwc"), 1);
+  EXPECT_EQ(count_ops(l, "dense_pack"), 1);
+  EXPECT_EQ(l.nodes[size_t(l.at("c2"))].outputs[0].layout, "NCHW8c");
+  EXPECT_EQ(l.nodes[size_t(l.at("c3"))].outputs[0].layout, "NCHW16c");
+  EXPECT_EQ(te::ops::attr_str(l.nodes[size_t(l.at("c3"))].attrs, "layout"), "NCHW8c");
+  EXPECT_EQ(l.nodes[size_t(l.at("pool"))].outputs[0].layout, "NCHW16c");
+  // In: x to NCHW16c; out: r1 (a graph output) and gap (for flatten) back to NCHW.
+  std::vector<std::string> transforms;
+  for (const Node& n : l.nodes)
+    if (n.is_op() && n.op == "layout_transform") transforms.push_back(n.name);
+  EXPECT_EQ(transforms, (std::vector<std::string>{"x.NCHW16c", "gap.NCHW", "r1.NCHW"})) << l;
+  EXPECT_EQ(l.type(l.outputs[0]).layout, "NCHW");
+  std::vector<NDArray> in = test::graph_inputs(g);
+  EXPECT_EQ(compare_outputs(run_reference(l, in), run_reference(g, in)), "");
 }
 
 TEST(GraphPasses, FoldScaleAxisIntoConvAndDense) {

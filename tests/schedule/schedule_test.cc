@@ -406,5 +406,25 @@ TEST(Copy, IsIndependentOfTheOriginal) {
   EXPECT_NE(t[m.C]->op, m.C.op());
 }
 
+// Two chained reductions, each rfactor'd (softmax's max and exp-sum): the first rfactor
+// refreshes the second stage's operation and its consumer's reads of it; the second must
+// then redirect that consumer from the refreshed (intermediate) operation to its own.
+TEST(Rfactor, AfterAnEarlierPrimitiveRefreshedTheStage) {
+  Tensor A = te::placeholder({4, 32}, DataType::Float(32), "A");
+  IterVar k1 = te::reduce_axis({0, 32}, "k1"), k2 = te::reduce_axis({0, 32}, "k2");
+  Tensor M = te::compute({4}, [&](Var i) { return te::max_reduce(A(i, k1), {k1}); }, "M");
+  Tensor S = te::compute({4}, [&](Var i) { return te::sum(A(i, k2) - M(i), {k2}); }, "S");
+  Tensor O = te::compute({4, 32}, [&](Var i, Var j) { return A(i, j) / S(i); }, "O");
+  Schedule s = create_schedule({O});
+  auto [ko1, ki1] = s[M].split(k1, 8);
+  s.rfactor(M, ki1, 1);
+  auto [ko2, ki2] = s[S].split(k2, 8);
+  Tensor SF = s.rfactor(S, ki2, 1);
+  EXPECT_TRUE(reads(s[O]->op, s[S]->op)) << "O still reads a replaced operation of S";
+  EXPECT_TRUE(reads(s[S]->op, s[SF]->op));
+  EXPECT_MATCHES_REFERENCE(s, (std::vector<Tensor>{A, O}));
+  EXPECT_MATCHES_REFERENCE(s.copy(), (std::vector<Tensor>{A, O}));
+}
+
 }  // namespace
 }  // namespace loom::schedule

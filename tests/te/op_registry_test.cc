@@ -688,6 +688,11 @@ TEST(OpRegistry, StrategiesNameTheTemplatePerTarget) {
   c = call("batch_matmul", "llvm", {tt({12, 128, 64}), tt({12, 64, 128})}, {});
   ASSERT_TRUE(c);
   EXPECT_EQ(c->shape, (Shape{12, 128, 128, 64}));
+  c = call("batch_matmul", "llvm", {tt({12, 128, 64}), tt({12, 100, 64})}, {{"transpose_b", int64_t(1)}});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->shape, (Shape{12, 128, 100, 64}));
+  EXPECT_EQ(c->attrs.at("transpose_b"), "1");
+  EXPECT_FALSE(call("batch_matmul", "llvm", {tt({12, 128, 64}), tt({1, 64, 128})}, {}));
   EXPECT_FALSE(call("max_pool2d", "llvm", {tt({1, 4, 8, 8})}, {{"pool_size", std::vector<int64_t>{2, 2}}}));
 }
 

@@ -192,5 +192,34 @@ TEST(TensorTest, BuiltinReducers) {
   EXPECT_EQ(to_string(cond), "(k < 2)");
 }
 
+TEST(TensorTest, ReplaceTensorsRebuildsOnlyWhatReadsThem) {
+  Tensor A = placeholder({4, 3}, DataType::Float(32), "A");
+  Tensor B = placeholder({4, 3}, DataType::Float(32), "B");
+  Tensor up = compute({4, 3}, [&](Var i, Var j) { return B(i, j) * 2.0f; }, "up", "elemwise");
+  Tensor mid = compute({4, 3}, [&](Var i, Var j) { return A(i, j) + up(i, j); }, "mid", "broadcast");
+  IterVar k = reduce_axis({0, 3}, "k");
+  Tensor out = compute({4}, [&](Var i) { return sum(mid(i, k), {k}); }, "out");
+  Tensor A2 = placeholder({4, 3}, DataType::Float(32), "A2");
+  std::vector<Tensor> r = replace_tensors({out}, {{A, A2}});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0], out);
+  EXPECT_EQ(r[0]->op->name, "out");
+  EXPECT_EQ(r[0]->op->reduce_axis.size(), 1u);
+  Tensor mid2 = r[0]->op->input_tensors()[0];
+  EXPECT_NE(mid2, mid);
+  EXPECT_EQ(mid2->op->tag, "broadcast");
+  auto in = mid2->op->input_tensors();
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_EQ(in[0], A2);
+  EXPECT_EQ(in[1], up) << "upstream of the replacement stays shared";
+  // An output that is a key is replaced itself; unrelated outputs are untouched.
+  std::vector<Tensor> r2 = replace_tensors({mid, up}, {{mid, A2}});
+  EXPECT_EQ(r2[0], A2);
+  EXPECT_EQ(r2[1], up);
+  Tensor wrong = placeholder({4, 2}, DataType::Float(32), "wrong");
+  EXPECT_THROW(replace_tensors({out}, {{A, wrong}}), Error);
+  EXPECT_THROW(replace_tensors({out}, {{A, placeholder({4, 3}, DataType::Int(32), "i")}}), Error);
+}
+
 }  // namespace
 }  // namespace loom::te

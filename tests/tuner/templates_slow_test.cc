@@ -33,6 +33,9 @@ const Case kCases[] = {
     {"matmul", {7, 5, 3}, {}},
     {"batch_matmul", {3, 10, 33, 7}, {}},
     {"batch_matmul", {2, 16, 32, 8}, {}},
+    {"batch_matmul", {2, 9, 20, 8}, {{"transpose_b", "1"}}},
+    {"dense", {9, 20, 11}, {}},
+    {"dense_pack", {16, 33, 24}, {}},
     {"dense_bias_relu", {9, 20, 11}, {}},
     {"dense_bias_relu", {16, 32, 24}, {}},
     {"conv2d_nchw", {1, 3, 10, 11, 20, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
@@ -41,8 +44,12 @@ const Case kCases[] = {
     {"conv2d_nchwc", {1, 16, 9, 10, 32, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
     {"conv2d_nchwc", {1, 32, 9, 9, 16, 3, 3}, {{"stride", "2"}, {"pad", "0"}}},
     {"conv2d_nchwc", {2, 16, 7, 6, 16, 1, 1}, {}},
+    {"conv2d_nchwc", {1, 3, 11, 10, 16, 3, 3}, {{"stride", "2"}, {"pad", "1"}, {"ic_block", "3"}}},
+    {"conv2d_nchwc", {1, 16, 7, 7, 24, 1, 1}, {{"ic_block", "8"}, {"oc_block", "8"}}},
     {"depthwise_conv2d_nchw", {1, 5, 11, 10, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
     {"depthwise_conv2d_nchw", {2, 3, 9, 9, 3, 3}, {{"stride", "2"}, {"pad", "1"}}},
+    {"depthwise_conv2d_nchwc", {1, 32, 11, 10, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
+    {"depthwise_conv2d_nchwc", {2, 24, 9, 9, 3, 3}, {{"stride", "2"}, {"pad", "1"}, {"block", "8"}}},
     {"softmax", {5, 37}, {}},
     {"softmax", {8, 64}, {}},
 };
@@ -63,8 +70,9 @@ TEST_P(TemplateCase, DefaultAndRandomConfigsMatchReference) {
     try {
       inst = task.instantiate(idx);
     } catch (const InstantiationError& e) {
-      // conv2d_nchwc rejects register tiles with more accumulators than there are registers.
-      const bool may_reject = c.op == "conv2d_nchwc" && idx != task.default_index() &&
+      // The NCHWc templates reject register tiles with more accumulators than there are registers.
+      const bool may_reject = (c.op == "conv2d_nchwc" || c.op == "depthwise_conv2d_nchwc") &&
+                              idx != task.default_index() &&
                               std::string(e.what()).find("accumulators exceeds") != std::string::npos;
       if (!may_reject) ADD_FAILURE() << "config " << idx << ": " << e.what();
       continue;
@@ -101,8 +109,8 @@ TEST(Templates, SixRowGemmTilesWithTailsMatchReference) {
 
 TEST(Registry, BuiltinsAreRegistered) {
   auto names = template_names();
-  for (const char* n : {"matmul", "batch_matmul", "dense_bias_relu", "conv2d_nchw", "conv2d_nchwc", "depthwise_conv2d_nchw",
-                        "softmax"})
+  for (const char* n : {"matmul", "batch_matmul", "dense", "dense_pack", "dense_bias_relu", "conv2d_nchw",
+                        "conv2d_nchwc", "depthwise_conv2d_nchw", "depthwise_conv2d_nchwc", "softmax"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   EXPECT_EQ(get_template("matmul").shape_doc, "M,N,K");
 }
@@ -168,7 +176,14 @@ TEST(Task, Errors) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("C=24"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(Task::create("matmul", {4, 4, 4}, Target("cuda")), Error);
+  try {
+    Task::create("softmax", {4, 4}, Target("cuda"));
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("template 'softmax' does not support target 'cuda' (it supports: llvm)"),
+              std::string::npos)
+        << e.what();
+  }
   try {
     Task::create("matmul", {4, 4}, Target("llvm"));
   } catch (const Error& e) {

@@ -26,7 +26,9 @@ struct Workload {
 /// Per template: a workload whose sizes the default tiles divide, and one they do not.
 const std::map<std::string, std::vector<Workload>> kWorkloads = {
     {"matmul", {{{512, 512, 512}, {}}, {{100, 200, 70}, {}}}},
-    {"batch_matmul", {{{4, 128, 128, 128}, {}}, {{3, 33, 50, 17}, {}}}},
+    {"batch_matmul", {{{4, 128, 128, 128}, {}}, {{3, 33, 50, 17}, {}}, {{12, 128, 128, 64}, {{"transpose_b", "1"}}}}},
+    {"dense", {{{64, 1024, 512}, {}}, {{9, 100, 33}, {}}}},
+    {"dense_pack", {{{64, 1024, 512}, {}}, {{9, 100, 33}, {}}}},
     {"dense_bias_relu", {{{64, 1024, 512}, {}}, {{9, 100, 33}, {}}}},
     {"conv2d_nchw", {{{1, 64, 56, 56, 64, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
                      {{1, 3, 30, 29, 20, 3, 3}, {{"stride", "2"}, {"pad", "1"}}}}},
@@ -34,6 +36,8 @@ const std::map<std::string, std::vector<Workload>> kWorkloads = {
                       {{1, 16, 15, 13, 32, 3, 3}, {{"stride", "2"}, {"pad", "0"}}}}},
     {"depthwise_conv2d_nchw", {{{1, 32, 112, 112, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
                                {{1, 5, 11, 10, 3, 3}, {{"stride", "2"}, {"pad", "1"}}}}},
+    {"depthwise_conv2d_nchwc", {{{1, 32, 112, 112, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
+                                {{1, 48, 11, 10, 3, 3}, {{"stride", "2"}, {"pad", "1"}}}}},
     {"softmax", {{{128, 1000}, {}}, {{5, 37}, {}}}},
 };
 
@@ -54,6 +58,9 @@ const std::vector<Exception> kExceptions = {
      "zero padding read in place: input rows/columns outside the image are masked lanes"},
     {"depthwise_conv2d_nchw", "depthwise_conv2d_nchw.local", "data", Kind::kStrided,
      "the layout: with stride 2 adjacent output columns read every other input column (NCHW)"},
+    {"depthwise_conv2d_nchwc", "depthwise_conv2d_nchwc.local", "data", Kind::kPredicated,
+     "zero padding read in place: at the border a whole 16-channel vector is masked off (the "
+     "condition is the same for every lane)"},
     // Not forced by the layout: the packing of B clamps the column index of the last, partial
     // block with min(ramp, N-1), which is not a ramp, so the whole packing gathers when 16
     // does not divide N. A predicated (masked) load would be dense. The cost is small (one

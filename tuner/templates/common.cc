@@ -11,8 +11,16 @@
 namespace loom::tuner {
 
 std::vector<Template> builtin_templates() {
-  std::vector<Template> all = {matmul_template(),      batch_matmul_template(),          dense_bias_relu_template(),
-                               conv2d_nchw_template(), conv2d_nchwc_template(), depthwise_conv2d_nchw_template(), softmax_template()};
+  std::vector<Template> all = {matmul_template(),
+                               batch_matmul_template(),
+                               dense_template(),
+                               dense_pack_template(),
+                               dense_bias_relu_template(),
+                               conv2d_nchw_template(),
+                               conv2d_nchwc_template(),
+                               depthwise_conv2d_nchw_template(),
+                               depthwise_conv2d_nchwc_template(),
+                               softmax_template()};
   for (Template& t : cuda_templates()) all.push_back(std::move(t));
   return all;
 }
@@ -124,14 +132,75 @@ ConvDims conv_dims(const records::Workload& w) {
   return d;
 }
 
-void check_conv(const records::Workload& w) {
+void check_conv(const records::Workload& w, const std::vector<std::string>& extra_attrs) {
   check_shape(w, {"N", "C", "H", "W", "K", "R", "S"});
   ConvDims d = conv_dims(w);
   LOOM_CHECK(d.H + 2 * d.pad >= d.R && d.W + 2 * d.pad >= d.S,
              "{}: kernel {}x{} is larger than the padded input {}x{}", w.op, d.R, d.S, d.H + 2 * d.pad,
              d.W + 2 * d.pad);
+  std::vector<std::string> known{"stride", "pad"};
+  known.insert(known.end(), extra_attrs.begin(), extra_attrs.end());
   for (const auto& [k, v] : w.attrs)
-    LOOM_CHECK(k == "stride" || k == "pad", "{}: unknown attribute '{}' (expected stride, pad)", w.op, k);
+    LOOM_CHECK(std::find(known.begin(), known.end(), k) != known.end(), "{}: unknown attribute '{}' (expected {})",
+               w.op, k, fmt::join(known, ", "));
+}
+
+std::function<Schedule(ConfigContext&, const std::vector<te::Tensor>&, const Target&)> bare(EpilogueSchedule f) {
+  return [f = std::move(f)](ConfigContext& cfg, const std::vector<te::Tensor>& args, const Target& target) {
+    return f(cfg, args.back(), args.back(), target);
+  };
+}
+
+Schedule create_epilogue_schedule(const te::Tensor& anchor, const te::Tensor& output) {
+  Schedule s = create_schedule({output});
+  if (anchor == output) return s;
+  LOOM_CHECK(anchor.ndim() == output.ndim(), "epilogue: '{}' is {}-D but its anchor '{}' is {}-D", output.name(),
+             output.ndim(), anchor.name(), anchor.ndim());
+  for (size_t d = 0; d < anchor.ndim(); ++d)
+    LOOM_CHECK(te::as_const_int(anchor.shape()[d]) == te::as_const_int(output.shape()[d]),
+               "epilogue: '{}' does not have the shape of its anchor '{}' (dim {}: {} vs {})", output.name(),
+               anchor.name(), d, te::to_string(output.shape()[d]), te::to_string(anchor.shape()[d]));
+  // The stages on a path from the anchor to the output: the epilogue.
+  std::set<const te::OperationNode*> downstream{anchor.op().get()};
+  std::vector<te::Operation> chain;
+  for (const te::Operation& op : te::post_dfs_order({output})) {
+    if (op == anchor.op()) continue;
+    bool reads = false;
+    for (const te::Tensor& in : op->input_tensors()) reads |= downstream.count(in.op().get()) > 0;
+    if (!reads) continue;
+    LOOM_CHECK(op->tag == "elemwise" || op->tag == "broadcast",
+               "epilogue: stage '{}' (tag '{}') after the anchor '{}' is not elementwise or broadcast", op->name,
+               op->tag, anchor.name());
+    LOOM_CHECK(op->reduce_axis.empty(), "epilogue: stage '{}' reduces", op->name);
+    downstream.insert(op.get());
+    chain.push_back(op);
+  }
+  LOOM_CHECK(downstream.count(output.op().get()), "epilogue: '{}' does not read the anchor '{}'", output.name(),
+             anchor.name());
+  for (const te::Operation& op : chain)
+    if (op != output.op()) s[op].compute_inline();
+  // Stages that feed the epilogue's other inputs (a reshaped bias, a re-laid-out residual)
+  // are inlined too; the anchor's own stages (padding, packing) stay the template's.
+  std::set<const te::OperationNode*> upstream;
+  for (const te::Operation& op : te::post_dfs_order({anchor})) upstream.insert(op.get());
+  for (const te::Operation& op : te::post_dfs_order({output})) {
+    if (op->kind != te::OpKind::kCompute || upstream.count(op.get()) || downstream.count(op.get())) continue;
+    LOOM_CHECK(op->reduce_axis.empty() && (op->tag == "elemwise" || op->tag == "broadcast" || op->tag == "injective"),
+               "epilogue: stage '{}' (tag '{}') feeding the epilogue of '{}' is not injective", op->name, op->tag,
+               anchor.name());
+    s[op].compute_inline();
+  }
+  return s;
+}
+
+OutputTile output_tile(Schedule& s, const te::Tensor& anchor, const te::Tensor& output) {
+  if (anchor == output) {
+    te::Tensor local = s.cache_write(anchor, "local");
+    return {s[anchor], s[local]};
+  }
+  schedule::Stage acc = s[anchor];
+  acc.set_scope("local");
+  return {s[output], acc};
 }
 
 std::vector<std::vector<int64_t>> permutations(int n) {

@@ -1,11 +1,15 @@
 // "conv2d_nchw": out[N,K,OH,OW] = conv(data[N,C,H,W], kernel[K,C,R,S]) in float32, with
 // attrs stride and pad (both spatial dims alike).
 //
-// NCHWc-style blocking: the kernel is packed into [ceil(K/16), C, R, S, 16] and the
-// convolution computes a blocked result [N, ceil(K/16), OH, OW, 16], accumulating a register
-// tile of tile_oc 16-channel blocks × tile_ow output columns (vectorized over channels) over
-// the reduction in the order reduce_order; a last stage unpacks it into NCHW. Padding is its
-// own stage, inlined or computed at the root (pad_inline).
+// NCHWc-style blocking: the kernel is packed into [ceil(K/16), C, R, S, 16] (te::ops::
+// layout_transform "OIHW" -> "OIHW16o") and the convolution (te::ops::conv2d_nchwc of NCHW
+// data) computes a blocked result [N, ceil(K/16), OH, OW, 16], accumulating a register tile of
+// tile_oc 16-channel blocks × tile_ow output columns (vectorized over channels) over the
+// reduction in the order reduce_order; a last stage unpacks it into NCHW (layout_transform
+// back, cropping the padded channels). A fused epilogue is applied in that unpacking stage,
+// which reads each value once from the blocked result: the blocked tile cannot hold an NCHW
+// epilogue's operands without gathers. Padding is its own stage, inlined or computed at the
+// root (pad_inline).
 #include <algorithm>
 
 #include "templates.h"
@@ -22,37 +26,16 @@ std::vector<Tensor> compute(const records::Workload& w) {
   tmpl::ConvDims d = tmpl::conv_dims(w);
   Tensor data = te::placeholder({d.N, d.C, d.H, d.W}, DataType::Float(32), "data");
   Tensor kernel = te::placeholder({d.K, d.C, d.R, d.S}, DataType::Float(32), "kernel");
-  Tensor in = d.pad > 0 ? te::ops::pad(data, {0, 0, d.pad, d.pad}) : data;
-  Tensor P = te::compute(
-      {tmpl::ceil_div(d.K, kBlock), d.C, d.R, d.S, kBlock},
-      [&](Var kb, Var c, Var r, Var s, Var v) {
-        Expr k = kb * int64_t(kBlock) + v;
-        if (d.K % kBlock == 0) return kernel(k, c, r, s);
-        return te::select(k < d.K, kernel(te::min(k, Expr(d.K - 1)), c, r, s), Expr(0.0f));
-      },
-      "packed_kernel", "injective");
-  te::IterVar rc = te::reduce_axis({0, d.C}, "rc");
-  te::IterVar ry = te::reduce_axis({0, d.R}, "ry");
-  te::IterVar rx = te::reduce_axis({0, d.S}, "rx");
-  Tensor conv = te::compute(
-      {d.N, tmpl::ceil_div(d.K, kBlock), d.OH, d.OW, kBlock},
-      [&](Var n, Var kb, Var oh, Var ow, Var v) {
-        return te::sum(in(n, rc, oh * d.stride + ry, ow * d.stride + rx) * P(kb, rc, ry, rx, v), {rc, ry, rx});
-      },
-      "conv_blocked", "conv2d_nchw");
-  Tensor out = te::compute(
-      {d.N, d.K, d.OH, d.OW},
-      [&](Var n, Var k, Var oh, Var ow) {
-        return conv(n, te::floordiv(k, int64_t(kBlock)), oh, ow, te::floormod(k, int64_t(kBlock)));
-      },
-      "conv2d_nchw", "conv2d_nchw");
+  const std::string blocked = fmt::format("NCHW{}c", kBlock);
+  Tensor P = te::ops::layout_transform(kernel, "OIHW", fmt::format("OIHW{}o", kBlock), {}, "packed_kernel");
+  Tensor conv = te::ops::conv2d_nchwc(data, P, {d.stride, d.stride}, {d.pad, d.pad}, {1, 1}, "conv_blocked");
+  Tensor out = te::ops::layout_transform(conv, blocked, "NCHW", {d.N, d.K, d.OH, d.OW}, "conv2d_nchw");
   return {data, kernel, out};
 }
 
-schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
-  Tensor out = args[2];
-  Tensor conv = tmpl::find_input(out, "conv_blocked");
-  Tensor P = tmpl::find_input(out, "packed_kernel");
+schedule::Schedule schedule_conv(ConfigContext& cfg, const Tensor& anchor, const Tensor& output, const Target&) {
+  Tensor conv = tmpl::find_input(anchor, "conv_blocked");
+  Tensor P = tmpl::find_input(anchor, "packed_kernel");
   const int64_t KB = *te::as_const_int(conv.shape()[1]), OW = *te::as_const_int(conv.shape()[3]);
 
   SplitOptions toc;
@@ -66,9 +49,10 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
   std::vector<int64_t> order = cfg.reorder("reduce_order", tmpl::permutations(3));
   cfg.annotate("unroll_rx", {"unroll", "none"});
 
-  Schedule s = create_schedule({out});
+  Schedule s = tmpl::create_epilogue_schedule(anchor, output);
   Tensor CC = s.cache_write(conv, "local");
-  schedule::Stage sc = s[conv], acc = s[CC], so = s[out];
+  schedule::Stage sc = s[conv], acc = s[CC], so = s[output];
+  if (anchor != output) s[anchor].compute_inline();
 
   auto kbp = cfg.apply_split("tile_oc", sc, sc.axis(1));
   auto owp = cfg.apply_split("tile_ow", sc, sc.axis(3));
@@ -91,7 +75,7 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
 
   so.parallel(so.fuse(so.axis(0), so.axis(1)));
   tmpl::schedule_pack(s[P]);
-  tmpl::schedule_pad(cfg, s, out, {1, 0});
+  tmpl::schedule_pad(cfg, s, anchor, {1, 0});
   return s;
 }
 
@@ -102,10 +86,11 @@ Template conv2d_nchw_template() {
   t.name = "conv2d_nchw";
   t.shape_doc = "N,C,H,W,K,R,S (attrs stride, pad)";
   t.doc = "2-D convolution, NCHW data, KCRS kernel, float32, output channels blocked by 16";
-  t.check = tmpl::check_conv;
+  t.check = [](const records::Workload& w) { tmpl::check_conv(w); };
   t.flop = [](const records::Workload& w) { return tmpl::conv_dims(w).flop(); };
   t.compute = compute;
-  t.schedule = schedule_conv;
+  t.schedule = tmpl::bare(schedule_conv);
+  t.schedule_epilogue = schedule_conv;
   t.default_config = [](const ConfigSpace& sp) {
     tmpl::Preferences p;
     p.values["tile_oc"] = {-1, 2};

@@ -1,12 +1,14 @@
 // "conv2d_nchwc": the convolution of conv2d_nchw on channel-blocked arrays, as a network whose
 // layouts were transformed ahead of time calls it (oneDNN's nChw16c / OIhw16i16o):
-//   data   [N, C/16, H, W, 16c]
-//   kernel [K/16, C/16, R, S, 16c, 16k]
-//   out    [N, K/16, OH, OW, 16k]
-// Shape and attrs are the logical ones of conv2d_nchw; C and K must be multiples of 16.
+//   data   [N, C/ic, H, W, ic]
+//   kernel [K/oc, C/ic, R, S, ic, oc]
+//   out    [N, K/oc, OH, OW, oc]
+// (te::ops::conv2d_nchwc). Shape and attrs are the logical ones of conv2d_nchw, with the
+// blocks as attrs ic_block and oc_block (16 when absent); C and K must be multiples of them.
+// A first layer's 3 input channels take ic_block 3.
 //
-// The output is computed in register tiles of tile_oc 16-channel blocks × tile_oh rows ×
-// tile_ow columns, vectorized over the 16 output channels: for every input channel one
+// The output is computed in register tiles of tile_oc channel blocks × tile_oh rows × tile_ow
+// columns, vectorized over a block's output channels, and a fused epilogue runs on the tile: for every input channel one
 // broadcast of the input and tile_oc vector loads of the kernel feed tile_oc × tile_oh ×
 // tile_ow fused multiply-adds. The outer reduction loops (channel blocks, kernel rows and
 // columns) run in the order reduce_order, the 16 channels of a block innermost.
@@ -26,36 +28,33 @@ using tmpl::kBlock;
 // rest hold kernel vectors and the broadcast input).
 constexpr int64_t kMaxAccumulators = 28;
 
+struct Blocks {
+  int64_t ic, oc;
+};
+
+Blocks blocks(const records::Workload& w) {
+  return {tmpl::int_attr(w, "ic_block", kBlock, 1), tmpl::int_attr(w, "oc_block", kBlock, 1)};
+}
+
 void check(const records::Workload& w) {
-  tmpl::check_conv(w);
+  tmpl::check_conv(w, {"ic_block", "oc_block"});
   tmpl::ConvDims d = tmpl::conv_dims(w);
-  LOOM_CHECK(d.C % kBlock == 0 && d.K % kBlock == 0,
-             "{}: input channels C={} and output channels K={} must be multiples of {} (use conv2d_nchw otherwise)",
-             w.op, d.C, d.K, kBlock);
+  Blocks b = blocks(w);
+  LOOM_CHECK(d.C % b.ic == 0 && d.K % b.oc == 0,
+             "{}: input channels C={} and output channels K={} must be multiples of the blocks ic_block={} and "
+             "oc_block={} (use conv2d_nchw otherwise)",
+             w.op, d.C, d.K, b.ic, b.oc);
 }
 
 std::vector<Tensor> compute(const records::Workload& w) {
   tmpl::ConvDims d = tmpl::conv_dims(w);
-  const int64_t CB = d.C / kBlock, KB = d.K / kBlock;
-  Tensor data = te::placeholder({d.N, CB, d.H, d.W, kBlock}, DataType::Float(32), "data");
-  Tensor kernel = te::placeholder({KB, CB, d.R, d.S, kBlock, kBlock}, DataType::Float(32), "kernel");
-  Tensor in = d.pad > 0 ? te::ops::pad(data, {0, 0, d.pad, d.pad, 0}) : data;
-  te::IterVar rco = te::reduce_axis({0, CB}, "rco");
-  te::IterVar ry = te::reduce_axis({0, d.R}, "ry");
-  te::IterVar rx = te::reduce_axis({0, d.S}, "rx");
-  te::IterVar rci = te::reduce_axis({0, kBlock}, "rci");
-  Tensor out = te::compute(
-      {d.N, KB, d.OH, d.OW, kBlock},
-      [&](Var n, Var kb, Var oh, Var ow, Var v) {
-        return te::sum(in(n, rco, oh * d.stride + ry, ow * d.stride + rx, rci) * kernel(kb, rco, ry, rx, rci, v),
-                       {rco, ry, rx, rci});
-      },
-      "conv2d_nchwc", "conv2d_nchwc");
-  return {data, kernel, out};
+  Blocks b = blocks(w);
+  Tensor data = te::placeholder({d.N, d.C / b.ic, d.H, d.W, b.ic}, DataType::Float(32), "data");
+  Tensor kernel = te::placeholder({d.K / b.oc, d.C / b.ic, d.R, d.S, b.ic, b.oc}, DataType::Float(32), "kernel");
+  return {data, kernel, te::ops::conv2d_nchwc(data, kernel, {d.stride, d.stride}, {d.pad, d.pad}, {1, 1})};
 }
 
-schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
-  Tensor out = args[2];
+schedule::Schedule schedule_conv(ConfigContext& cfg, const Tensor& out, const Tensor& output, const Target&) {
   const int64_t KB = *te::as_const_int(out.shape()[1]), OH = *te::as_const_int(out.shape()[2]),
                 OW = *te::as_const_int(out.shape()[3]);
 
@@ -74,9 +73,9 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
     throw InstantiationError(fmt::format("register tile of {}x{}x{} accumulators exceeds {}", oc, oh, ow,
                                          kMaxAccumulators));
 
-  Schedule s = create_schedule({out});
-  Tensor CC = s.cache_write(out, "local");
-  schedule::Stage so = s[out], acc = s[CC];
+  Schedule s = tmpl::create_epilogue_schedule(out, output);
+  tmpl::OutputTile tile = tmpl::output_tile(s, out, output);
+  schedule::Stage so = tile.out, acc = tile.acc;
 
   auto kbp = cfg.apply_split("tile_oc", so, so.axis(1));
   auto ohp = cfg.apply_split("tile_oh", so, so.axis(2));
@@ -111,12 +110,13 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
 Template conv2d_nchwc_template() {
   Template t;
   t.name = "conv2d_nchwc";
-  t.shape_doc = "N,C,H,W,K,R,S (attrs stride, pad; C, K multiples of 16)";
-  t.doc = "2-D convolution on channel-blocked arrays: data NCHW16c, kernel OIHW16i16o, out NCHW16c, float32";
+  t.shape_doc = "N,C,H,W,K,R,S (attrs stride, pad, ic_block and oc_block (16) dividing C and K)";
+  t.doc = "2-D convolution on channel-blocked arrays: data NCHW{ic}c, kernel OIHW{ic}i{oc}o, out NCHW{oc}c, float32";
   t.check = check;
   t.flop = [](const records::Workload& w) { return tmpl::conv_dims(w).flop(); };
   t.compute = compute;
-  t.schedule = schedule_conv;
+  t.schedule = tmpl::bare(schedule_conv);
+  t.schedule_epilogue = schedule_conv;
   t.default_config = [](const ConfigSpace& sp) {
     tmpl::Preferences p;
     p.values["tile_oc"] = {-1, 2};

@@ -1,6 +1,7 @@
-// GPU schedule templates for target kind "cuda" (AutoTVM-style), registered as
-// "matmul_cuda", "conv2d_nchw_cuda" and "depthwise_conv2d_nchw_cuda" so that the CPU
-// templates of the same operators stay as they are.
+// GPU schedule templates for target kind "cuda" (AutoTVM-style): "matmul", "conv2d_nchw" and
+// "depthwise_conv2d_nchw" on that target (the template registry is keyed by name and target),
+// also known by their earlier names "matmul_cuda", "conv2d_nchw_cuda" and
+// "depthwise_conv2d_nchw_cuda", which logs carry.
 //
 // Every output spatial axis is split four ways, [block, vthread, thread, inner], bound to
 // blockIdx / vthread / threadIdx; a local accumulator (cache_write "local") is computed at
@@ -8,7 +9,8 @@
 // fetched into shared memory (cache_read "shared") at the reduction's outer loop, the fetch
 // fused, split over the block's threads and bound to them (cooperative fetching). An unroll
 // knob unrolls the inner reduction. Configs with more than 1024 threads per block or more
-// than 48 KiB of shared memory are rejected as instantiation errors.
+// than 48 KiB of shared memory are rejected as instantiation errors. A fused epilogue is
+// computed by each thread on its accumulators before the store.
 #include "templates.h"
 
 namespace loom::tuner {
@@ -86,41 +88,42 @@ std::vector<Tensor> matmul_compute(const records::Workload& w) {
   const int64_t M = w.shape[0], N = w.shape[1], K = w.shape[2];
   Tensor A = te::placeholder({M, K}, DataType::Float(32), "A");
   Tensor B = te::placeholder({K, N}, DataType::Float(32), "B");
-  IterVar k = te::reduce_axis({0, K}, "k");
-  Tensor C = te::compute({M, N}, [&](Var i, Var j) { return te::sum(A(i, k) * B(k, j), {k}); }, "C", "matmul");
-  return {A, B, C};
+  return {A, B, te::ops::matmul(A, B, false, false, "C")};
 }
 
-Schedule matmul_schedule(ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
-  Tensor A = args[0], B = args[1], C = args[2];
+Schedule matmul_schedule(ConfigContext& cfg, const Tensor& C, const Tensor& output, const Target&) {
+  std::vector<Tensor> in = C.op()->input_tensors();
+  Tensor A = in[0], B = in[1];
   const int64_t M = *te::as_const_int(C.shape()[0]), N = *te::as_const_int(C.shape()[1]);
   const int64_t K = *te::as_const_int(A.shape()[1]);
   cfg.split("tile_y", M, four_way());
   cfg.split("tile_x", N, four_way());
   cfg.split("tile_k", K, SplitOptions{SplitOptions::kFactors, 2, 64, {}});
-  Schedule s = create_schedule({C});
+  Schedule s = tmpl::create_epilogue_schedule(C, output);
   Tensor AA = s.cache_read(A, "shared", std::vector<Tensor>{C});
   Tensor BB = s.cache_read(B, "shared", std::vector<Tensor>{C});
-  Tensor CL = s.cache_write(C, "local");
+  tmpl::OutputTile tile = tmpl::output_tile(s, C, output);
   const auto &ty = cfg.value("tile_y"), &tx = cfg.value("tile_x");
   int64_t kin = cfg.value("tile_k")[1];
   int64_t shared = prod(ty, 1) * kin + prod(tx, 1) * kin;
-  schedule::Stage acc = s[CL];
-  schedule_gpu(cfg, s, s[C], {s[C].axis(0), s[C].axis(1)}, {"tile_y", "tile_x"}, acc, {acc.axis(0), acc.axis(1)},
+  schedule::Stage acc = tile.acc, out = tile.out;
+  schedule_gpu(cfg, s, out, {out.axis(0), out.axis(1)}, {"tile_y", "tile_x"}, acc, {acc.axis(0), acc.axis(1)},
                {acc.reduce_axis(0)}, {AA, BB}, shared);
   return s;
 }
 
 Template matmul_cuda() {
   Template t;
-  t.name = "matmul_cuda";
+  t.name = "matmul";
+  t.aliases = {"matmul_cuda"};
   t.shape_doc = "M,N,K";
   t.doc = "C[M,N] = A[M,K] * B[K,N], float32, GPU (shared-memory tiles, vthreads)";
   t.targets = {"cuda"};
   t.check = [](const records::Workload& w) { tmpl::check_shape(w, {"M", "N", "K"}); };
   t.flop = [](const records::Workload& w) { return 2.0 * double(w.shape[0]) * double(w.shape[1]) * double(w.shape[2]); };
   t.compute = matmul_compute;
-  t.schedule = matmul_schedule;
+  t.schedule = tmpl::bare(matmul_schedule);
+  t.schedule_epilogue = matmul_schedule;
   return t;
 }
 
@@ -143,22 +146,22 @@ std::vector<Tensor> conv_compute(const records::Workload& w, bool depthwise) {
   return {data, kernel, te::ops::conv2d_nchw(data, kernel, {d.stride, d.stride}, {d.pad, d.pad})};
 }
 
-Schedule conv_schedule(ConfigContext& cfg, const std::vector<Tensor>& args, bool depthwise) {
-  Tensor data = args[0], kernel = args[1], out = args[2];
+Schedule conv_schedule(ConfigContext& cfg, const Tensor& out, const Tensor& output, bool depthwise) {
+  const Tensor kernel = out.op()->input_tensors()[1];
   const int64_t K = *te::as_const_int(out.shape()[1]), OH = *te::as_const_int(out.shape()[2]),
                 OW = *te::as_const_int(out.shape()[3]);
   cfg.split("tile_f", K, four_way());
   cfg.split("tile_y", OH, four_way());
   cfg.split("tile_x", OW, four_way());
-  Schedule s = create_schedule({out});
+  Schedule s = tmpl::create_epilogue_schedule(out, output);
   // Padding is inlined into the shared-memory fetch.
-  for (const auto& in : out.op()->input_tensors())
-    if (in.op() != data.op() && in.op() != kernel.op()) s[in].compute_inline();
   Tensor padded = out.op()->input_tensors()[0];
+  if (padded.op()->kind == te::OpKind::kCompute) s[padded].compute_inline();
   Tensor DS = s.cache_read(padded, "shared", std::vector<Tensor>{out});
   Tensor KS = s.cache_read(kernel, "shared", std::vector<Tensor>{out});
-  Tensor OL = s.cache_write(out, "local");
-  schedule::Stage acc = s[OL];
+  tmpl::OutputTile tile = tmpl::output_tile(s, out, output);
+  schedule::Stage acc = tile.acc;
+  Tensor OL = te::output(acc->op);
   std::vector<IterVar> red;
   for (size_t i = 0; i < OL.op()->reduce_axis.size(); ++i) red.push_back(acc.reduce_axis(i));
   cfg.split("tile_k", *te::as_const_int(red[0]->dom.extent), SplitOptions{SplitOptions::kFactors, 2, 32, {}});
@@ -168,19 +171,18 @@ Schedule conv_schedule(ConfigContext& cfg, const std::vector<Tensor>& args, bool
   int64_t span_y = prod(ty, 1) * 2 + R, span_x = prod(tx, 1) * 2 + S;  // bound with stride <= 2
   int64_t shared = (depthwise ? prod(tf, 1) : kin) * span_y * span_x + prod(tf, 1) * (depthwise ? 1 : kin) * R * S;
   // Batch shares blockIdx.z with the outer output-channel tile.
-  schedule::Stage o = s[out];
-  IterVar n = o.axis(0);
+  schedule::Stage o = tile.out;
   std::vector<IterVar> acc_axes;
   for (int i = 0; i < 4; ++i) acc_axes.push_back(acc.axis(i));
   schedule_gpu(cfg, s, o, {o.axis(1), o.axis(2), o.axis(3)}, {"tile_f", "tile_y", "tile_x"}, acc, acc_axes, red,
                {DS, KS}, shared);
-  (void)n;
   return s;
 }
 
 Template conv_template(bool depthwise) {
   Template t;
-  t.name = depthwise ? "depthwise_conv2d_nchw_cuda" : "conv2d_nchw_cuda";
+  t.name = depthwise ? "depthwise_conv2d_nchw" : "conv2d_nchw";
+  t.aliases = {depthwise ? "depthwise_conv2d_nchw_cuda" : "conv2d_nchw_cuda"};
   t.shape_doc = "N,C,H,W,K,R,S";
   t.doc = depthwise ? "depthwise conv2d NCHW, float32, GPU (K = C * multiplier; attrs stride, pad)"
                     : "conv2d NCHW, float32, GPU (shared-memory tiles, vthreads; attrs stride, pad)";
@@ -191,9 +193,10 @@ Template conv_template(bool depthwise) {
     return depthwise ? d.flop() / double(d.C) : d.flop();  // a depthwise output sums over one channel
   };
   t.compute = [depthwise](const records::Workload& w) { return conv_compute(w, depthwise); };
-  t.schedule = [depthwise](ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
-    return conv_schedule(cfg, args, depthwise);
+  t.schedule_epilogue = [depthwise](ConfigContext& cfg, const Tensor& anchor, const Tensor& output, const Target&) {
+    return conv_schedule(cfg, anchor, output, depthwise);
   };
+  t.schedule = tmpl::bare(t.schedule_epilogue);
   return t;
 }
 

@@ -4,7 +4,8 @@
 // Each channel's output rows are tiled (tile_oh rows × tile_ow columns, the columns
 // vectorized) and accumulated in a local tile over the kernel window, whose loops may be
 // unrolled (unroll_ry, unroll_rx) and ordered around the tile's rows (order_rows); padding is
-// its own stage, inlined or computed at the root (pad_inline).
+// its own stage, inlined or computed at the root (pad_inline). A fused epilogue runs on the
+// tile before the store.
 #include <algorithm>
 
 #include "templates.h"
@@ -42,20 +43,10 @@ std::vector<Tensor> compute(const records::Workload& w) {
   Dims d = dims(w);
   Tensor data = te::placeholder({d.N, d.C, d.H, d.W}, DataType::Float(32), "data");
   Tensor kernel = te::placeholder({d.C, int64_t(1), d.R, d.S}, DataType::Float(32), "kernel");
-  Tensor in = d.pad > 0 ? te::ops::pad(data, {0, 0, d.pad, d.pad}) : data;
-  te::IterVar ry = te::reduce_axis({0, d.R}, "ry");
-  te::IterVar rx = te::reduce_axis({0, d.S}, "rx");
-  Tensor out = te::compute(
-      {d.N, d.C, d.OH, d.OW},
-      [&](Var n, Var c, Var oh, Var ow) {
-        return te::sum(in(n, c, oh * d.stride + ry, ow * d.stride + rx) * kernel(c, 0, ry, rx), {ry, rx});
-      },
-      "depthwise_conv2d_nchw", "depthwise_conv2d_nchw");
-  return {data, kernel, out};
+  return {data, kernel, te::ops::depthwise_conv2d_nchw(data, kernel, {d.stride, d.stride}, {d.pad, d.pad})};
 }
 
-schedule::Schedule schedule_depthwise(ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
-  Tensor out = args[2];
+schedule::Schedule schedule_depthwise(ConfigContext& cfg, const Tensor& out, const Tensor& output, const Target&) {
   const int64_t OH = *te::as_const_int(out.shape()[2]), OW = *te::as_const_int(out.shape()[3]);
   cfg.split("tile_oh", OH, tmpl::tile_options(OH, 8));
   cfg.split("tile_ow", OW, tmpl::tile_options(OW, 32));
@@ -66,9 +57,9 @@ schedule::Schedule schedule_depthwise(ConfigContext& cfg, const std::vector<Tens
   // accumulated over the whole window before the next).
   const std::vector<int64_t> order = cfg.reorder("order_rows", {{0, 1, 2}, {0, 2, 1}, {2, 0, 1}});
 
-  Schedule s = create_schedule({out});
-  Tensor CC = s.cache_write(out, "local");
-  schedule::Stage so = s[out], acc = s[CC];
+  Schedule s = tmpl::create_epilogue_schedule(out, output);
+  tmpl::OutputTile tile = tmpl::output_tile(s, out, output);
+  schedule::Stage so = tile.out, acc = tile.acc;
   auto ohp = cfg.apply_split("tile_oh", so, so.axis(2));
   auto owp = cfg.apply_split("tile_ow", so, so.axis(3));
   so.reorder({so.axis(0), so.axis(1), ohp[0], owp[0], ohp[1], owp[1]});
@@ -101,7 +92,8 @@ Template depthwise_conv2d_nchw_template() {
     return 2.0 * double(d.N) * double(d.C) * double(d.OH) * double(d.OW) * double(d.R) * double(d.S);
   };
   t.compute = compute;
-  t.schedule = schedule_depthwise;
+  t.schedule = tmpl::bare(schedule_depthwise);
+  t.schedule_epilogue = schedule_depthwise;
   t.default_config = [](const ConfigSpace& sp) {
     tmpl::Preferences p;
     // The config with the best geometric mean, relative to each shape's best, over whole-space

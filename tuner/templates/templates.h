@@ -17,12 +17,16 @@ std::vector<Template> builtin_templates();
 
 Template matmul_template();
 Template batch_matmul_template();
+Template dense_template();
+Template dense_pack_template();
 Template dense_bias_relu_template();
 Template conv2d_nchw_template();
 Template conv2d_nchwc_template();
 Template depthwise_conv2d_nchw_template();
+Template depthwise_conv2d_nchwc_template();
 Template softmax_template();
-/// The GPU templates (target kind "cuda"): matmul_cuda, conv2d_nchw_cuda, depthwise_conv2d_nchw_cuda.
+/// The GPU templates (target kind "cuda"): matmul, conv2d_nchw, depthwise_conv2d_nchw (aliases
+/// matmul_cuda, conv2d_nchw_cuda, depthwise_conv2d_nchw_cuda, their names in older logs).
 std::vector<Template> cuda_templates();
 
 namespace tmpl {
@@ -76,8 +80,32 @@ struct ConvDims {
 };
 ConvDims conv_dims(const records::Workload& w);
 /// Checks a conv2d workload: float32, seven positive sizes, a kernel that fits the padded
-/// input, no attributes but stride and pad.
-void check_conv(const records::Workload& w);
+/// input, no attributes but stride, pad and those in `extra_attrs`.
+void check_conv(const records::Workload& w, const std::vector<std::string>& extra_attrs = {});
+
+/// A template's schedule function with a fused epilogue (Template::schedule_epilogue).
+using EpilogueSchedule =
+    std::function<Schedule(ConfigContext& cfg, const te::Tensor& anchor, const te::Tensor& output, const Target& target)>;
+/// Template::schedule for the bare computation: `f` with the output of `compute` as both
+/// the anchor and the output.
+std::function<Schedule(ConfigContext&, const std::vector<te::Tensor>&, const Target&)> bare(EpilogueSchedule f);
+
+/// A schedule of `output` whose epilogue stages (those strictly between `anchor` and
+/// `output`) are inlined into `output`. Throws naming the stage when one is not elementwise
+/// or broadcast ("elemwise"/"broadcast" tags), or when `output` does not have the anchor's
+/// shape.
+Schedule create_epilogue_schedule(const te::Tensor& anchor, const te::Tensor& output);
+
+/// The stages of an anchor's output tile in a schedule from create_epilogue_schedule: `out`
+/// writes the kernel's output (the anchor itself, or the epilogue's last stage with the
+/// rest inlined into it) and `acc` computes the anchor in registers: a "local" cache_write
+/// of the bare anchor, or the anchor itself in "local" scope when an epilogue follows. A
+/// template tiles `out` and computes `acc` at the tile, the same code either way: the
+/// epilogue then runs on the tile's accumulators before the store.
+struct OutputTile {
+  schedule::Stage out, acc;
+};
+OutputTile output_tile(Schedule& s, const te::Tensor& anchor, const te::Tensor& output);
 
 /// Every permutation of 0..n-1, in lexicographic order (for reorder knobs).
 std::vector<std::vector<int64_t>> permutations(int n);

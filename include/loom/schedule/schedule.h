@@ -150,7 +150,11 @@ class Schedule {
 struct ScheduleNode {
   std::vector<Operation> outputs;
   std::vector<Stage> stages;
+  /// Every operation a stage has had, the user's and each one a primitive made, to its stage
+  /// (a consumer may still read a replaced one until the dataflow is refreshed).
   std::unordered_map<const te::OperationNode*, Stage> stage_map;
+  /// Operations stages no longer have, kept alive so that their stage_map keys stay unique.
+  std::vector<Operation> retired_ops;
   Stage stage_of(const Operation& op) const;
   /// Re-sorts stages topologically after a primitive added operations.
   void sort_stages();

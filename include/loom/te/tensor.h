@@ -128,4 +128,11 @@ Expr prod(Expr source, std::vector<IterVar> axis, Expr condition = Expr());
 /// Every operation reachable from `outputs`, inputs first (a topological order).
 std::vector<Operation> post_dfs_order(const std::vector<Tensor>& outputs);
 
+/// `outputs` with every read of a key of `map` turned into a read of its value (same shape
+/// and dtype; throws naming both otherwise): each operation that reads a replaced tensor,
+/// directly or through others, is rebuilt as a new operation with the same name, tag, axes
+/// and attributes; operations upstream of the replacements are shared. An output that is
+/// itself a key is replaced by its value.
+std::vector<Tensor> replace_tensors(const std::vector<Tensor>& outputs, const std::map<Tensor, Tensor>& map);
+
 }  // namespace loom::te

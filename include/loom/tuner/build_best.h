@@ -14,8 +14,13 @@ namespace loom::tuner {
 /// the template's knobs changed).
 ConfigEntity record_config(const Task& task, const records::Record& record);
 
-/// Builds `task` with the config of the best record for (task.key(), task.target().str()) in
-/// `best`; without one, writes "no tuning record for <key> on <target>; using the default
+/// The best record of `task` in `best`: for its workload on its target or, when there is
+/// none, for the same workload under another name of its template (an alias such as
+/// "matmul_cuda" that older logs carry, or the template's name for a task created under an
+/// alias).
+std::optional<records::Record> best_record(const Task& task, const records::ApplyHistoryBest& best);
+
+/// Builds `task` with the config of its best_record in `best`; without one, writes "no tuning record for <key> on <target>; using the default
 /// config" to `warn` (if not null) and builds the default config. The module's function is
 /// named `name`, or after the workload's op when `name` is empty. With `check_accesses`,
 /// every tensor access is checked at run time (lowering::LowerOptions::check_accesses).

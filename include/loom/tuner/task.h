@@ -36,15 +36,38 @@ struct Template {
   /// Optional: the index of a good untuned config in the space the template defined
   /// (absent: index 0).
   std::function<int64_t(const ConfigSpace&)> default_config;
+  /// Other names the template answers to on its targets (e.g. "matmul_cuda", the CUDA
+  /// matmul's name before one op name served every target), so that old logs and command
+  /// lines keep working. A workload keeps the name it was created with.
+  std::vector<std::string> aliases;
+  /// Optional: schedules the computation with a fused epilogue. `anchor` is the output of
+  /// `compute` (unscheduled, as `compute` built it) and `output` the last stage of a chain of
+  /// elementwise/broadcast stages of the anchor's shape that reads it (and other inputs);
+  /// the chain is computed in the anchor's output tile, in registers, before the store. It
+  /// defines the same config space as `schedule` does for the bare workload, so a tuned
+  /// config of the workload schedules its fused kernels too (AutoTVM's rule). `output ==
+  /// anchor` is the bare computation. Absent: the template takes no epilogue.
+  std::function<schedule::Schedule(ConfigContext& cfg, const te::Tensor& anchor, const te::Tensor& output,
+                                   const Target& target)>
+      schedule_epilogue;
 };
 
-/// Registers a template (replacing one of the same name). The built-in ones (the list in
-/// tuner/templates) are added on the registry's first use; tests and users may add their own.
+/// Registers a template under its name and aliases for each of its targets (replacing what
+/// was registered there). The built-in ones (the list in tuner/templates) are added on the
+/// registry's first use; tests and users may add their own.
 void register_template(Template t);
-/// Throws loom::Error listing the registered templates if there is no such one.
+/// The template `name` (or alias) for target kind `target_kind` ("llvm", "cuda"). Throws
+/// loom::Error saying which targets have one when this target has none, or listing the
+/// templates when no target has one.
+const Template& get_template(const std::string& name, const std::string& target_kind);
+/// Null where get_template would throw.
+const Template* find_template(const std::string& name, const std::string& target_kind);
+/// The template `name` (or alias) on any target, the "llvm" one first; throws as above.
 const Template& get_template(const std::string& name);
-/// Registered template names, sorted.
+/// Registered template names (not aliases), sorted, each once.
 std::vector<std::string> template_names();
+/// Every registered template once (per target it was registered for), sorted by name.
+std::vector<const Template*> templates();
 
 /// A tuning task: a template, a workload and a target, with its config space.
 class Task {

@@ -1,8 +1,6 @@
-// The model file format: a graph as JSON, large constants in a binary weights file
-// (docs/graph.md describes both). Every read is checked; any fault is a loom::Error naming
-// the file and the node.
+// Reading model files: every field, reference and constant checked; any fault a loom::Error
+// naming the file and the node.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -13,156 +11,16 @@
 #include "loom/graph_opt/builder.h"
 #include "loom/graph_opt/serialize.h"
 #include "loom/runtime/error.h"
+#include "model_format.h"
 
 namespace loom::graph_opt {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using ojson = nlohmann::ordered_json;  // written in a fixed, readable field order
 using te::ops::AttrKind;
+using detail::kWeightsMagic;
 
 namespace {
-
-constexpr char kFormat[] = "loom.graph";
-constexpr char kWeightsMagic[8] = {'L', 'O', 'O', 'M', 'W', 'G', 'T', '1'};
-constexpr int64_t kWeightsAlign = 64;
-
-uint64_t fnv1a(const void* data, size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
-
-// ---------------------------------------------------------------- writing
-
-/// JSON text that stays readable at a network's size: a value whose compact form is short,
-/// and any array of scalars (a shape, inline data), on one line; other objects and arrays
-/// one member per line.
-void pretty(std::string& out, const ojson& j, int indent) {
-  bool flat = !j.is_structured() || j.dump().size() <= 96 ||
-              (j.is_array() && std::none_of(j.begin(), j.end(), [](const ojson& e) { return e.is_structured(); }));
-  if (flat) {
-    out += j.dump();
-    return;
-  }
-  out += j.is_object() ? '{' : '[';
-  bool first = true;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!first) out += ',';
-    first = false;
-    out += '\n';
-    out.append(size_t(indent + 1), ' ');
-    if (j.is_object()) {
-      out += ojson(it.key()).dump();
-      out += ": ";
-    }
-    pretty(out, it.value(), indent + 1);
-  }
-  out += '\n';
-  out.append(size_t(indent), ' ');
-  out += j.is_object() ? '}' : ']';
-}
-
-std::string pretty(const ojson& j) {
-  std::string out;
-  pretty(out, j, 0);
-  return out + "\n";
-}
-
-
-ojson type_json(const TensorType& t) {
-  ojson j = {{"shape", t.shape}, {"dtype", t.dtype.str()}};
-  if (!t.layout.empty()) j["layout"] = t.layout;
-  return j;
-}
-
-ojson ref_json(const Graph& g, ValueRef v) {
-  const std::string& n = g.nodes[size_t(v.node)].name;
-  if (v.index == 0) return n;
-  return ojson::array({n, v.index});
-}
-
-ojson attr_json(const AttrValue& v) {
-  return std::visit([](const auto& x) { return ojson(x); }, v);
-}
-
-ojson data_json(const runtime::NDArray& a) {
-  ojson arr = ojson::array();
-  DataType t = a.dtype();
-  int64_t n = a.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    if (t.is_float()) arr.push_back(a.get(i));
-    else if (t.is_int() && t.bits() == 64) arr.push_back(a.data<int64_t>()[i]);
-    else if (t.is_uint() && t.bits() == 64) arr.push_back(a.data<uint64_t>()[i]);
-    else arr.push_back(int64_t(a.get(i)));
-  }
-  return arr;
-}
-
-/// The document; constants above `inline_limit` elements are appended to `weights` (bytes
-/// after the header, at 64-byte aligned offsets), which the document names `weights_name`.
-ojson graph_json(const Graph& g, bool write_types, int64_t inline_limit, std::string* weights,
-                 const std::string& weights_name = "") {
-  ojson nodes = ojson::array();
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    ojson j = {{"name", n.name}};
-    if (n.is_input()) {
-      j["kind"] = "input";
-      j["type"] = type_json(n.outputs[0]);
-    } else if (n.is_constant()) {
-      j["kind"] = "constant";
-      j["type"] = type_json(n.outputs[0]);
-      if (weights && n.value.numel() > inline_limit) {
-        size_t off = (weights->size() + kWeightsAlign - 1) / kWeightsAlign * kWeightsAlign;
-        weights->resize(off, '\0');
-        weights->append(static_cast<const char*>(n.value.raw_data()), n.value.nbytes());
-        j["offset"] = off;
-        j["nbytes"] = n.value.nbytes();
-        j["checksum"] = hex(fnv1a(n.value.raw_data(), n.value.nbytes()));
-      } else {
-        j["data"] = data_json(n.value);
-      }
-    } else {
-      j["op"] = n.op;
-      ojson ins = ojson::array();
-      for (const ValueRef& v : n.inputs) ins.push_back(ref_json(g, v));
-      j["inputs"] = ins;
-      ojson at = ojson::object();
-      for (const auto& [k, v] : n.attrs) at[k] = attr_json(v);
-      j["attrs"] = at;
-      if (write_types) {
-        ojson ts = ojson::array();
-        for (const TensorType& t : n.outputs) ts.push_back(type_json(t));
-        j["types"] = ts;
-      }
-    }
-    nodes.push_back(std::move(j));
-  }
-  ojson outs = ojson::array();
-  for (const ValueRef& v : g.outputs) outs.push_back(ref_json(g, v));
-  ojson doc = {{"format", kFormat}, {"version", kGraphFormatVersion}, {"name", g.name}};
-  if (weights && weights->size() > sizeof(kWeightsMagic)) doc["weights"] = weights_name;
-  doc["nodes"] = std::move(nodes);
-  doc["outputs"] = std::move(outs);
-  if (!g.groups.empty()) {
-    ojson groups = ojson::array();
-    for (const FusedGroup& grp : g.groups) {
-      ojson members = ojson::array();
-      for (int n : grp.nodes) members.push_back(g.nodes[size_t(n)].name);
-      ojson jg = {{"name", grp.name}, {"nodes", members}, {"pattern", te::ops::to_string(grp.pattern)}};
-      if (grp.anchor >= 0) jg["anchor"] = g.nodes[size_t(grp.anchor)].name;
-      groups.push_back(jg);
-    }
-    doc["groups"] = groups;
-  }
-  return doc;
-}
-
-// ---------------------------------------------------------------- reading
 
 const char* kind_name(const json& j) {
   switch (j.type()) {
@@ -214,10 +72,17 @@ class Fields {
 TensorType read_type(const json& j, const std::string& where) {
   Fields f(j, where);
   TensorType t;
+  // Extents as te takes them (int32), and at most 2^40 elements in all.
+  int64_t elements = 1;
   for (const json& d : f.array("shape")) {
-    LOOM_CHECK(d.is_number_integer() && d.get<int64_t>() > 0 && d.get<int64_t>() <= (int64_t(1) << 40),
-               "{}: shape dims must be positive integers, found {}", where, d.dump());
-    t.shape.push_back(d.get<int64_t>());
+    bool ok = d.is_number_unsigned() ? d.get<uint64_t>() >= 1 && d.get<uint64_t>() <= uint64_t(INT32_MAX)
+              : d.is_number_integer() ? d.get<int64_t>() >= 1 && d.get<int64_t>() <= INT32_MAX
+                                      : false;
+    LOOM_CHECK(ok, "{}: shape dims must be positive integers up to 2^31-1, found {}", where, d.dump());
+    int64_t v = d.get<int64_t>();
+    LOOM_CHECK(elements <= (int64_t(1) << 40) / v, "{}: the shape has more than 2^40 elements", where);
+    elements *= v;
+    t.shape.push_back(v);
   }
   std::string dt = f.str("dtype");
   try {
@@ -291,7 +156,7 @@ class Weights {
     in_.read(static_cast<char*>(a.raw_data()), std::streamsize(n));
     LOOM_CHECK(in_.good(), "{}: reading {} bytes at offset {} of '{}' failed", f.where(), n, off, path_);
     if (f.has("checksum")) {
-      std::string want = f.str("checksum"), got = hex(fnv1a(a.raw_data(), size_t(n)));
+      std::string want = f.str("checksum"), got = detail::checksum_text(detail::fnv1a(a.raw_data(), size_t(n)));
       LOOM_CHECK(want == got,
                  "{}: the bytes at offset {} of '{}' have checksum {}, not {} (the weights file belongs to another "
                  "model or is damaged)",
@@ -352,7 +217,7 @@ Graph parse_graph(const json& doc, const std::string& source, const std::string&
   Fields top(doc, source);
   if (top.has("format")) {
     std::string fm = top.str("format");
-    LOOM_CHECK(fm == kFormat, "{}: \"format\" is '{}', not '{}'", source, fm, kFormat);
+    LOOM_CHECK(fm == detail::kFormat, "{}: \"format\" is '{}', not '{}'", source, fm, detail::kFormat);
   }
   int64_t version = top.integer("version");
   LOOM_CHECK(version == kGraphFormatVersion, "{}: format version {} (this loom reads version {})", source, version,
@@ -531,37 +396,11 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-}  // namespace
 
-std::string to_json(const Graph& g, bool write_types) {
-  return pretty(graph_json(g, write_types, 0, nullptr));
-}
+}  // namespace
 
 Graph from_json(const std::string& text, const std::string& source, const std::string& weights_dir) {
   return parse_graph(parse_text(text, source), source, weights_dir);
-}
-
-std::string save_graph(const Graph& g, const std::string& json_path, const SaveOptions& opt) {
-  fs::path jp(json_path);
-  std::string weights(kWeightsMagic, sizeof(kWeightsMagic));
-  std::string wname = opt.weights_file.empty() ? jp.stem().string() + ".weights" : opt.weights_file;
-  ojson doc = graph_json(g, opt.write_types, opt.inline_limit, &weights, wname);
-  std::string wpath;
-  if (weights.size() > sizeof(kWeightsMagic)) {
-    fs::path wp = fs::path(wname).is_absolute() ? fs::path(wname) : jp.parent_path() / wname;
-    std::ofstream w(wp, std::ios::binary | std::ios::trunc);
-    LOOM_CHECK(w, "cannot write the weights file '{}'", wp.string());
-    w.write(weights.data(), std::streamsize(weights.size()));
-    w.close();
-    LOOM_CHECK(w, "writing the weights file '{}' failed", wp.string());
-    wpath = wp.string();
-  }
-  std::ofstream out(jp, std::ios::trunc);
-  LOOM_CHECK(out, "cannot write the model file '{}'", json_path);
-  out << pretty(doc);
-  out.close();
-  LOOM_CHECK(out, "writing the model file '{}' failed", json_path);
-  return wpath;
 }
 
 Graph load_graph(const std::string& json_path) {

@@ -1,0 +1,28 @@
+// The model file format's constants, shared by its reader and writer (docs/graph.md).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace loom::graph_opt::detail {
+
+inline constexpr char kFormat[] = "loom.graph";
+/// The first 8 bytes of a weights file.
+inline constexpr char kWeightsMagic[8] = {'L', 'O', 'O', 'M', 'W', 'G', 'T', '1'};
+/// Constants start at multiples of this in the weights file.
+inline constexpr int64_t kWeightsAlign = 64;
+
+/// FNV-1a, 64 bits: the checksum of a constant's bytes (and CSE's content hash).
+inline uint64_t fnv1a(const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+/// A checksum as the model file writes it: 16 hex digits.
+inline std::string checksum_text(uint64_t v) { return fmt::format("{:016x}", v); }
+
+}  // namespace loom::graph_opt::detail

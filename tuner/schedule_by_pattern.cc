@@ -1,0 +1,230 @@
+// schedule_by_pattern: schedules derived from each stage's pattern (see the header).
+#include "loom/tuner/schedule_by_pattern.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "loom/te/expr_functor.h"
+
+namespace loom::tuner {
+namespace {
+
+using schedule::Stage;
+using te::IterVar;
+using te::Operation;
+
+// Stages below this many elements run on one thread: the pool's wake-up costs more.
+constexpr int64_t kParallelMinElements = 4096;
+
+int64_t extent_of(const IterVar& iv) {
+  auto e = te::as_const_int(iv->dom.extent);
+  return e ? *e : 1;
+}
+
+bool has_transcendental(const Operation& op) {
+  bool found = false;
+  for (const te::Expr& b : op->body)
+    te::post_order_visit(b, [&](const te::Expr& e) {
+      if (const auto* c = e.as<te::CallNode>()) found |= c->name != "likely" && c->name != "fma" && c->name != "fabs";
+    });
+  return found;
+}
+
+/// Whether some tensor read of `op`'s body has `inner` (a reduce axis) and not `kept` (a
+/// spatial axis, may be undefined) in its last index: the reduction runs along the
+/// innermost dimension of what it reads.
+bool reduces_innermost(const Operation& op, const IterVar& inner, const IterVar& kept) {
+  bool yes = false;
+  for (const te::Expr& b : op->body)
+    te::post_order_visit(b, [&](const te::Expr& e) {
+      const auto* load = e.as<te::ProducerLoadNode>();
+      if (!load || load->indices.empty()) return;
+      const te::Expr& last = load->indices.back();
+      bool uses_inner = te::expr_uses_var(last, inner->var);
+      bool uses_kept = kept.defined() && te::expr_uses_var(last, kept->var);
+      yes |= uses_inner && !uses_kept;
+    });
+  return yes;
+}
+
+struct Scheduler {
+  schedule::Schedule s;
+  Target target;
+  int lanes;
+  std::string* why;
+
+  void note(const std::string& line) {
+    if (why) *why += line + "\n";
+  }
+
+  /// The position of the innermost spatial axis of extent > 1, or -1.
+  static int vector_axis(const std::vector<IterVar>& axes) {
+    for (int i = int(axes.size()) - 1; i >= 0; --i)
+      if (extent_of(axes[size_t(i)]) > 1) return i;
+    return -1;
+  }
+
+  /// Splits `axis` of `st` for vectors: [outer, inner(vectorized)], or the axis vectorized
+  /// whole when shorter than the lanes. Returns the outer part (undefined when none).
+  IterVar vectorize_axis(Stage st, const IterVar& axis) {
+    if (extent_of(axis) > lanes) {
+      auto [o, i] = st.split(axis, te::Expr(lanes));
+      st.vectorize(i);
+      return o;
+    }
+    st.vectorize(axis);
+    return IterVar();
+  }
+
+  void parallel_outer(Stage st, std::vector<IterVar> outer, int64_t elements) {
+    if (outer.empty()) return;
+    IterVar f = outer.size() > 1 ? st.fuse(outer) : outer[0];
+    if (elements >= kParallelMinElements && extent_of(f) > 1) st.parallel(f);
+  }
+
+  int64_t numel(const Stage& st) {
+    int64_t n = 1;
+    for (const IterVar& iv : st->op->axis) n *= extent_of(iv);
+    return n;
+  }
+
+  void injective(Stage st) {
+    std::vector<IterVar> axes = st->op->axis;
+    const int v = vector_axis(axes);
+    if (v < 0) {
+      note(fmt::format("{}: injective, a single element", st->name()));
+      return;
+    }
+    IterVar vec = axes[size_t(v)];
+    std::vector<IterVar> outer;
+    for (int i = 0; i < int(axes.size()); ++i)
+      if (i != v) outer.push_back(axes[size_t(i)]);
+    // The extent-1 axes after the vector axis move outside it (the order in memory is the same).
+    st.reorder([&] {
+      auto o = outer;
+      o.push_back(vec);
+      return o;
+    }());
+    IterVar vo = vectorize_axis(st, vec);
+    if (vo.defined()) outer.push_back(vo);
+    parallel_outer(st, outer, numel(st));
+    note(fmt::format("{}: injective, axis {} vectorized by {}", st->name(), vec.name(), std::min<int64_t>(lanes, extent_of(vec))));
+  }
+
+  void reduction(const te::Tensor& t) {
+    Stage st = s[t];
+    const Operation op = st->op;
+    std::vector<IterVar> axes = op->axis, red = op->reduce_axis;
+    const int v = vector_axis(axes);
+    const IterVar kept = v >= 0 ? axes[size_t(v)] : IterVar();
+    const IterVar inner = red.back();
+    const bool along_inner = reduces_innermost(op, inner, kept);
+    const int64_t rext = extent_of(inner);
+    const int64_t factor = rext >= lanes ? lanes : rext >= 8 ? 8 : rext >= 4 ? 4 : 0;
+    if (along_inner && factor) {
+      // rfactor: partial sums in one vector of `factor` lanes over the innermost input dim.
+      auto [ko, ki] = st.split(inner, te::Expr(factor));
+      te::Tensor rf = s.rfactor(t, ki, int(axes.size()));
+      Stage srf = s[rf];
+      std::vector<IterVar> st_axes;
+      for (size_t i = 0; i < axes.size(); ++i) st_axes.push_back(st.axis(i));
+      parallel_outer(st, st_axes, numel(st) * rext);
+      const auto& leaves = st.leaf_iter_vars();
+      IterVar at = leaves[leaves.size() - 2];  // the last spatial loop; the lane sum is inside
+      srf.compute_at(st, at);
+      const auto& rl = srf.leaf_iter_vars();
+      std::vector<IterVar> order;
+      for (const IterVar& iv : rl)
+        if (iv->type != te::IterVarType::kCommReduce && iv != srf.axis(axes.size())) order.push_back(iv);
+      for (const IterVar& iv : rl)
+        if (iv->type == te::IterVarType::kCommReduce) order.push_back(iv);
+      order.push_back(srf.axis(axes.size()));
+      srf.reorder(order);
+      srf.vectorize(srf.axis(axes.size()));
+      note(fmt::format("{}: reduction along the innermost input dim, '{}' rfactor'd by {} (vectorized partial sums)",
+                       st->name(), inner.name(), factor));
+      return;
+    }
+    if (kept.defined()) {
+      // Vectorize across the kept axis: a register tile of lanes accumulators inside the
+      // reduction loops.
+      te::Tensor local = s.cache_write(t, "local");
+      Stage acc = s[local];
+      std::vector<IterVar> outer;
+      for (int i = 0; i < int(axes.size()); ++i)
+        if (i != v) outer.push_back(st.axis(size_t(i)));
+      std::vector<IterVar> ord = outer;
+      ord.push_back(st.axis(size_t(v)));
+      st.reorder(ord);
+      IterVar vo = vectorize_axis(st, st.axis(size_t(v)));
+      IterVar at = vo.defined() ? vo : (outer.empty() ? IterVar() : outer.back());
+      if (vo.defined()) outer.push_back(vo);
+      parallel_outer(st, outer, numel(st) * rext);
+      if (at.defined()) acc.compute_at(st, st.leaf_iter_vars()[st.leaf_iter_vars().size() - 2]);
+      std::vector<IterVar> aord;
+      for (size_t i = 0; i < axes.size(); ++i)
+        if (int(i) != v) aord.push_back(acc.axis(i));
+      for (size_t i = 0; i < red.size(); ++i) aord.push_back(acc.reduce_axis(i));
+      aord.push_back(acc.axis(size_t(v)));
+      acc.reorder(aord);
+      acc.vectorize(acc.axis(size_t(v)));
+      note(fmt::format("{}: reduction vectorized across the kept axis {}", st->name(), kept.name()));
+      return;
+    }
+    std::vector<IterVar> outer;
+    for (size_t i = 0; i < axes.size(); ++i) outer.push_back(st.axis(i));
+    parallel_outer(st, outer, numel(st) * rext);
+    note(fmt::format("{}: reduction to a single element, serial", st->name()));
+  }
+
+  void cuda(Stage st) {
+    std::vector<IterVar> axes = st->op->axis;
+    IterVar f = axes.size() > 1 ? st.fuse(axes) : axes[0];
+    const int64_t n = extent_of(f);
+    const int64_t threads = std::min<int64_t>(256, n);
+    auto [bx, tx] = st.split(f, te::Expr(threads));
+    st.bind(bx, te::thread_axis("blockIdx.x"));
+    st.bind(tx, te::thread_axis("threadIdx.x"));
+    note(fmt::format("{}: {} threads per block", st->name(), threads));
+  }
+};
+
+}  // namespace
+
+schedule::Schedule schedule_by_pattern(const std::vector<te::Tensor>& outputs, const Target& target, std::string* why) {
+  LOOM_CHECK(!outputs.empty(), "schedule_by_pattern: no outputs");
+  Scheduler sc{schedule::create_schedule(outputs), target, 1, why};
+  const DataType dt = outputs[0].dtype();
+  sc.lanes = std::max(1, target.vector_bits() / std::max(8, dt.bits()));
+  std::set<const te::OperationNode*> is_output;
+  for (const te::Tensor& t : outputs) is_output.insert(t.op().get());
+  std::map<const te::OperationNode*, int> readers;
+  std::vector<Operation> order = te::post_dfs_order(outputs);
+  for (const Operation& op : order)
+    for (const te::Tensor& in : op->input_tensors()) ++readers[in.op().get()];
+  std::vector<Operation> roots;
+  for (const Operation& op : order) {
+    if (op->kind != te::OpKind::kCompute) continue;
+    const bool keep = is_output.count(op.get()) || !op->reduce_axis.empty() ||
+                      (has_transcendental(op) && readers[op.get()] > 1);
+    if (!keep) {
+      sc.s[op].compute_inline();
+      continue;
+    }
+    roots.push_back(op);
+  }
+  for (const Operation& op : roots) {
+    if (target.is_cuda()) {
+      sc.cuda(sc.s[op]);
+    } else if (op->reduce_axis.empty()) {
+      sc.injective(sc.s[op]);
+    } else {
+      sc.reduction(te::output(op));
+    }
+  }
+  return sc.s;
+}
+
+}  // namespace loom::tuner
