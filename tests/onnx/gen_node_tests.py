@@ -211,19 +211,27 @@ def main() -> int:
                 print(c.name, " ".join(ops_of(c.model)))
             print(f"{len(kept)} of {len(cases)} node cases")
             return 0
-        if os.path.exists(out_dir):
-            shutil.rmtree(out_dir)
-        os.makedirs(out_dir)
+        # Written next to OUT and moved into place, so that a reader never sees half a folder.
+        tmp_dir = f"{out_dir}.tmp-{os.getpid()}"
+        if os.path.exists(tmp_dir):
+            shutil.rmtree(tmp_dir)
+        os.makedirs(tmp_dir)
         manifest = {
             "onnx_version": onnx.__version__,
             "supported_ops": SUPPORTED_OPS,
             "node_cases_in_onnx": len(cases),
-            "cases": [write_case(c, out_dir) for c in kept],
+            "cases": [write_case(c, tmp_dir) for c in kept],
         }
-        with open(manifest_path, "w") as f:
+        with open(os.path.join(tmp_dir, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=1)
-        with open(stamp_path, "w") as f:
+        with open(os.path.join(tmp_dir, ".stamp"), "w") as f:
             f.write(stamp)
+        old_dir = f"{out_dir}.old-{os.getpid()}"
+        if os.path.exists(out_dir):
+            os.rename(out_dir, old_dir)
+        os.rename(tmp_dir, out_dir)
+        if os.path.exists(old_dir):
+            shutil.rmtree(old_dir)
         single = sum(len(c["ops"]) == 1 for c in manifest["cases"])
         print(f"gen_node_tests: wrote {len(kept)} of ONNX {onnx.__version__}'s {len(cases)} node cases "
               f"({single} single-node, {len(kept) - single} composite) to {out_dir} in {time.time() - start:.1f} s")

@@ -75,6 +75,13 @@ class ImportTest(unittest.TestCase):
             self.assertNotIn(op, r.stdout)
         self.assertIn("layer_norm(", r.stdout)
         self.assertIn("batch_matmul(", r.stdout)
+        # The bias adds read the matmuls directly (moved before MatMul's reshape back to 3-D),
+        # so that they fuse as the matmuls' epilogues.
+        import re
+        bias_adds = re.findall(r"= add\(%(\S+), %\S+\.bias\)", r.stdout)
+        self.assertEqual(len(bias_adds), 6, r.stdout)
+        for a in bias_adds:
+            self.assertRegex(r.stdout, rf"%{re.escape(a)} = matmul\(")
 
     def test_dynamic_input_needs_a_shape(self):
         nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]

@@ -2,18 +2,42 @@
 // Erf, Sqrt, Clip, Gelu, Cast.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "onnx_importer.h"
 
 namespace loom::graph_opt::onnx_frontend {
 namespace {
 
+/// op(reshape(x), c) as reshape(op(x, c)) when the reshape keeps the last dim and the
+/// constant c varies along it alone (a bias or scale after MatMul's flattening reshape): the
+/// operator then reads the anchor's output directly and fuses as its epilogue. Null when it
+/// does not apply.
+std::optional<Value> before_reshape(Importer& im, const char* loom_op, int reshaped, int other) {
+  std::optional<Value> src = im.reshape_source(im.input(reshaped));
+  const runtime::NDArray* c = im.constant_of(im.input(other));
+  if (!src || !c) return std::nullopt;
+  const std::vector<int64_t>& out = im.type(im.input(reshaped)).shape;
+  const std::vector<int64_t>& in = im.type(*src).shape;
+  const std::vector<int64_t> cs = im.input_shape(other);
+  if (out.back() != in.back() || cs.size() > out.size()) return std::nullopt;
+  for (size_t d = 0; d + 1 < cs.size(); ++d)
+    if (cs[d] != 1) return std::nullopt;
+  if (!cs.empty() && cs.back() != 1 && cs.back() != out.back()) return std::nullopt;
+  Value cv = im.reshape(im.input(other), {cs.empty() ? 1 : cs.back()});
+  Value y = reshaped == 0 ? im.op(loom_op, {*src, cv}) : im.op(loom_op, {cv, *src});
+  return im.reshape(y, out);
+}
+
 Converter binary(const char* loom_op) {
   return [loom_op](Importer& im) {
     Value a = im.input(0), b = im.input(1);
     if (im.type(a).dtype != im.type(b).dtype)
       im.invalid(fmt::format("inputs have different types {} and {}", im.type(a).dtype.str(), im.type(b).dtype.str()));
-    im.set_output(0, im.op(loom_op, {a, b}), im.input_scalar(0) && im.input_scalar(1));
+    const bool scalar = im.input_scalar(0) && im.input_scalar(1);
+    for (auto [r, o] : {std::pair{0, 1}, std::pair{1, 0}})
+      if (std::optional<Value> y = before_reshape(im, loom_op, r, o)) return im.set_output(0, *y, scalar);
+    im.set_output(0, im.op(loom_op, {a, b}), scalar);
   };
 }
 

@@ -18,7 +18,7 @@ struct Window {
 
 /// Kernel, strides, dilations and explicit pads from ONNX's attributes for input spatial
 /// extents `in` (auto_pad resolved).
-Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool ceil_mode = false) {
+Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int64_t> kernel) {
   Window w;
   w.kernel = std::move(kernel);
   w.strides = im.attr_ints("strides", std::vector<int64_t>{1, 1});
@@ -48,7 +48,6 @@ Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int
   } else if (auto_pad != "NOTSET") {
     im.invalid("auto_pad '" + auto_pad + "' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER");
   }
-  (void)ceil_mode;
   w.pads = {pads[0], pads[1], pads[2], pads[3]};
   return w;
 }
@@ -268,7 +267,7 @@ void pool(Importer& im, bool avg) {
     if (im.attr_int("storage_order", 0) != 0 && im.output_used(1)) im.unsupported("storage_order=1");
     if (im.output_used(1)) im.unsupported("output 1 (Indices)");
   }
-  Window w = read_window(im, {x[2], x[3]}, kernel, ceil_mode);
+  Window w = read_window(im, {x[2], x[3]}, kernel);
   if (w.dilations != std::vector<int64_t>{1, 1})
     im.unsupported(fmt::format("dilations [{}] (loom's pooling has none)", fmt::join(w.dilations, ",")));
   // Output extents and the padding past the end that ceil_mode adds.

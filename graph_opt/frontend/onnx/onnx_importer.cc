@@ -6,10 +6,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <queue>
 
+#include "loom/graph_opt/passes.h"
 #include "loom/graph_opt/reference.h"
 
 namespace loom::graph_opt::onnx_frontend {
@@ -242,7 +244,15 @@ Value Importer::op(const std::string& op, const std::vector<Value>& inputs, cons
 Value Importer::reshape(Value v, const std::vector<int64_t>& shape) {
   std::vector<int64_t> s = shape.empty() ? std::vector<int64_t>{1} : shape;
   if (type(v).shape == s) return v;
-  return op("reshape", {v}, {{"newshape", s}});
+  Value r = op("reshape", {v}, {{"newshape", s}});
+  if (!constant_of(r)) reshaped_from_[r.node] = v;
+  return r;
+}
+
+std::optional<Value> Importer::reshape_source(Value v) const {
+  auto it = reshaped_from_.find(v.node);
+  if (it == reshaped_from_.end()) return std::nullopt;
+  return it->second;
 }
 
 Value Importer::broadcast_to(Value v, const std::vector<int64_t>& shape) {
@@ -429,7 +439,8 @@ Graph Importer::run() {
   for (int i : node_order()) convert(i);
   set_graph_outputs();
   try {
-    return builder_.build();
+    // Nodes left unread by the rewrites above (a reshape an operator moved before) go.
+    return eliminate_dead_code(builder_.build());
   } catch (const Error& e) {
     fail("onnx: {}: the imported graph does not verify: {}", source_, e.what());
   }

@@ -94,6 +94,8 @@ class Importer {
   Value scalar(double v, DataType t, size_t rank, const std::string& hint);
   /// `v` reshaped (nothing emitted when the shape is already `shape`).
   Value reshape(Value v, const std::vector<int64_t>& shape);
+  /// The value a reshape emitted by reshape() read, if `v` is one.
+  std::optional<Value> reshape_source(Value v) const;
   /// `v` broadcast to `shape` (numpy rules), or `v` when it has that shape.
   Value broadcast_to(Value v, const std::vector<int64_t>& shape);
 
@@ -121,6 +123,7 @@ class Importer {
   std::map<int, runtime::NDArray> constants_;     // by node index of the graph being built
   std::map<std::string, runtime::NDArray> empty_;  // bound inputs without elements, by name
   std::set<std::string> empty_inputs_;              // unbound graph inputs without elements
+  std::map<int, Value> reshaped_from_;               // reshape node index -> its input
   const onnx::NodeProto* node_ = nullptr;
   int node_index_ = -1;
   std::set<std::string> attrs_read_;

@@ -52,6 +52,11 @@ Graph import_onnx_bytes(std::string_view bytes, const std::string& source = "<on
 /// Rank-0 tensors keep shape {} here.
 runtime::NDArray read_onnx_tensor(const std::string& path);
 
+/// A model file as a graph: ONNX (a name ending in .onnx, or a file starting as no JSON
+/// does) through import_onnx, anything else as loom's model JSON (load_graph): what a
+/// command taking MODEL.json calls to accept .onnx too.
+Graph load_model(const std::string& path, const OnnxImportOptions& opt = {});
+
 /// True when this build has the ONNX frontend.
 bool onnx_frontend_available();
 /// The ONNX operators (default domain) the frontend imports, sorted.
