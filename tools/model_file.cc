@@ -2,7 +2,6 @@
 #include "model_file.h"
 
 #include "loom/graph_opt/onnx.h"
-#include "loom/graph_opt/serialize.h"
 
 namespace loom::cli {
 
@@ -16,8 +15,10 @@ std::pair<std::string, std::vector<int64_t>> parse_input_shape(const Args& a, co
   return {text.substr(0, eq), parse_int_list("--input-shape", text.substr(eq + 1))};
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+graph_opt::OnnxImportOptions onnx_options(const Args& a) {
+  graph_opt::OnnxImportOptions opt;
+  for (const std::string& s : a.all("--input-shape")) opt.input_shapes.insert(parse_input_shape(a, s));
+  return opt;
 }
 
 }  // namespace
@@ -28,16 +29,12 @@ Option input_shape_option() {
 }
 
 graph_opt::Graph import_onnx_model(const Args& a, const std::string& path) {
-  graph_opt::OnnxImportOptions opt;
-  for (const std::string& s : a.all("--input-shape")) opt.input_shapes.insert(parse_input_shape(a, s));
-  return graph_opt::import_onnx(path, opt);
+  return graph_opt::import_onnx(path, onnx_options(a));
 }
 
 graph_opt::Graph load_model(const Args& a, const std::string& path) {
   require_file("", path);
-  if (ends_with(path, ".onnx")) return import_onnx_model(a, path);
-  if (a.has("--input-shape")) a.usage_error("--input-shape is for ONNX models (.onnx); '{}' is a model file", path);
-  return graph_opt::load_graph(path);
+  return graph_opt::load_model(path, onnx_options(a));
 }
 
 }  // namespace loom::cli

@@ -15,9 +15,8 @@ Option input_shape_option();
 /// The ONNX model at `path`, with the --input-shape options of `a`.
 graph_opt::Graph import_onnx_model(const Args& a, const std::string& path);
 
-/// The network at `path`: an ONNX model when it ends in ".onnx" (with the --input-shape
-/// options of `a`), else a loom model file. UsageError when the file is missing or
-/// --input-shape is given for a model file.
+/// The network at `path` (graph_opt::load_model: ONNX by its name or first byte, with the
+/// --input-shape options of `a`; else a loom model file). UsageError when it is missing.
 graph_opt::Graph load_model(const Args& a, const std::string& path);
 
 }  // namespace loom::cli

@@ -132,7 +132,7 @@ TEST_F(CliTest, TuneModelErrors) {
       {"tune-model " + net + log + " --target cuda", 2, "networks compile for the CPU"},
       {"tune-model " + net + log + " --opt-level 5", 2, "--opt-level"},
       {"tune-model " + net + log + " --disable nosuchpass", 2, "no pass named 'nosuchpass'"},
-      {"tune-model " + net + log + " --input-shape image=1,16,8,8", 2, "--input-shape is for ONNX models"},
+      {"tune-model " + net + log + " --input-shape image", 2, "--input-shape wants NAME=D0,D1"},
       {"tune-model " + net + log + " --tuner random --features knob", 2, "need --tuner xgb"},
   };
   for (const auto& c : cases) {
