@@ -32,6 +32,8 @@ GroupSchedule schedule_group(const Graph& g, int group, const GroupCompute& c, c
   out.note = fs.note;
   out.workload = fs.workload_key;
   out.tuned = fs.source == tuner::ScheduleSource::kTuned;
+  if (fs.source != tuner::ScheduleSource::kPattern && fg.call)
+    out.task = records::Workload{fg.call->name, fg.call->shape, fg.call->dtype, fg.call->attrs};
   return out;
 }
 
