@@ -11,16 +11,22 @@
 // (all but convolutions and dense layers; depthwise convolutions count as memory-bound), the bandwidth their argument bytes imply next to this machine's
 // measured copy bandwidth (memcpy of 64 MiB, on as many threads).
 //
+// --tune N first tunes every distinct template workload of the laid-out network (XGB, resumed
+// from the log) to N trials into DIR/<model>.jsonl.
+//
 //   bench/graph [--models resnet18,mobilenet_v2] [--threads 1,2] [--variants LIST]
-//               [--log-dir DIR] [--repeat R] [--image N] [--profile]
+//               [--log-dir DIR [--tune N]] [--repeat R] [--image N] [--profile] [--best]
 #include <loom/graph_opt/compile.h>
 #include <loom/graph_opt/passes.h>
 #include <loom/runtime/thread_pool.h>
+#include <loom/tuner/task.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <map>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -46,6 +52,8 @@ struct Options {
   int64_t image = 224;
   bool profile = false;
   double settle_ms = 200;
+  bool best = false;
+  int tune = 0;  // XGB trials per workload to add to DIR/<model>.jsonl before the tuned variant
 };
 
 cli::Command command() {
@@ -63,6 +71,8 @@ cli::Command command() {
       {"--image", "N", "input height and width (default 224)"},
       {"--settle-ms", "MS", "pause before each multi-threaded timed block (default 200)"},
       {"--profile", "", "each kernel's share of the last variant's latency, and memory-bound kernels' bandwidth"},
+      {"--tune", "N", "first tune every workload of the laid-out network to N XGB trials in DIR/<model>.jsonl (resumes)"},
+      {"--best", "", "report the fastest repeat instead of the median (for loaded machines)"},
   };
   return c;
 }
@@ -84,6 +94,9 @@ Options options_from(const cli::Args& a) {
   o.image = a.integer("--image", o.image, 32, 1024);
   o.settle_ms = a.number("--settle-ms", o.settle_ms, 0);
   o.profile = a.has("--profile");
+  o.best = a.has("--best");
+  o.tune = int(a.integer("--tune", 0, 0, 1 << 20));
+  if (o.tune > 0 && o.log_dir.empty()) a.usage_error("--tune needs --log-dir");
   return o;
 }
 
@@ -187,6 +200,24 @@ graph_opt::Graph build_model(const std::string& name, int64_t image) {
   return name == "resnet18" ? models::resnet18(o) : models::mobilenet_v2(o);
 }
 
+/// Tunes every distinct template workload of `g` at level 3 to `trials` XGB trials in `log`.
+void tune_model(const std::string& model, const graph_opt::Graph& g, const std::string& log, int trials) {
+  graph_opt::LoweredGraph lg = graph_opt::lower_graph(g, Target("llvm"));
+  std::map<std::string, records::Workload> tasks;
+  std::map<std::string, int> uses;
+  for (const auto& k : lg.report.kernels)
+    if (!k.task.op.empty()) tasks[k.task.key()] = k.task, uses[k.task.key()]++;
+  std::cerr << fmt::format("{}: tuning {} workloads to {} trials each into {}\n", model, tasks.size(), trials, log);
+  for (const auto& [key, w] : tasks) {
+    bench::TuneRequest r;
+    r.tag = "graph";
+    r.label = fmt::format("{} (x{})", key, uses[key]);
+    r.trials = trials;
+    r.resume = true;
+    bench::tune_xgb(tuner::Task::create(w, Target("llvm")), log, r);
+  }
+}
+
 Variant compile_variant(const std::string& name, const graph_opt::Graph& g, const records::ApplyHistoryBest* best) {
   graph_opt::CompileOptions opt;
   if (name == "unfused") opt.passes.opt_level = 2, opt.passes.fuse.level = 0;
@@ -205,8 +236,14 @@ Variant compile_variant(const std::string& name, const graph_opt::Graph& g, cons
 
 int run(const cli::Args& a) {
   Options o = options_from(a);
-  std::cout << "bench/graph: batch 1, " << o.image << "x" << o.image << "; median of " << o.repeat
-            << " interleaved repeats; ratio = loom / oneDNN (below 1: loom faster)\n";
+  double load[3] = {0, 0, 0};
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
+    std::fclose(f);
+  }
+  std::cout << fmt::format("bench/graph: batch 1, {0}x{0}; {1} of {2} interleaved repeats; ratio = loom / oneDNN (below 1: "
+                           "loom faster); {3} CPUs, load average {4:.1f}\n",
+                           o.image, o.best ? "fastest" : "median", o.repeat, std::thread::hardware_concurrency(), load[0]);
   for (const std::string& model : o.models) {
     graph_opt::Graph g = build_model(model, o.image);
     graph_opt::PassOptions peer_passes;
@@ -228,6 +265,10 @@ int run(const cli::Args& a) {
         continue;
       }
       fs::path log = fs::path(o.log_dir) / (model + ".jsonl");
+      if (o.tune > 0) {
+        fs::create_directories(o.log_dir);
+        tune_model(model, g, log.string(), o.tune);
+      }
       if (o.log_dir.empty() || !fs::exists(log)) {
         std::cout << fmt::format("{}: tuned: skipped (no log {})\n", model, o.log_dir.empty() ? "(--log-dir)" : log.string());
         continue;
@@ -256,7 +297,7 @@ int run(const cli::Args& a) {
         f.call(args);
         fs.push_back([f, args] { f.call(args); });
       }
-      std::vector<double> t = bench::interleaved_times(fs, o.repeat, 20, threads > 1 ? o.settle_ms : 0);
+      std::vector<double> t = bench::interleaved_times(fs, o.repeat, 20, threads > 1 ? o.settle_ms : 0, o.best);
       double peer_ms = peer ? t[0] * 1e3 : NAN;
       if (peer) std::cout << fmt::format("{} {}t  {:<10} {:>9.3f} ms  {}\n", model, threads, "oneDNN", peer_ms, peer->name);
       for (size_t i = 0; i < variants.size(); ++i) {

@@ -170,7 +170,7 @@ LoweredGraph lower_graph(const Graph& graph, const Target& target, const records
     k.note = s.note;
     kernels.push_back(std::move(k));
     by_signature[sig] = report.kernels.size();
-    report.kernels.push_back({name, member_ops(g, grp), s.note, s.workload, s.tuned});
+    report.kernels.push_back({name, member_ops(g, grp), s.note, s.workload, s.task, s.tuned});
     if (!s.workload.empty() && !s.tuned && warned.insert(s.workload).second) {
       report.untuned.push_back(s.workload);
       if (opt.warn)

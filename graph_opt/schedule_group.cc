@@ -1,60 +1,39 @@
-// schedule_group until the tuner's fused-group entry point lands: every stage that is not an
-// output and not a reduction inlined, outputs' outer axis parallel. The anchor's template
-// call is resolved (and its record looked up) so that compile reports and warns as it will.
+// schedule_group: a fused group handed to the tuner's fused-kernel scheduling
+// (tuner/fused.h): its anchor's template with the epilogue in the output tile and the log's
+// config (or the template's default), else a schedule generated from its pattern.
 #include "schedule_group.h"
 
-#include <fmt/ranges.h>
-
-#include <set>
-
 #include "loom/te/op_registry.h"
+#include "loom/tuner/fused.h"
 
 namespace loom::graph_opt {
-
-namespace {
-
-records::Workload workload_of(const te::ops::TemplateCall& c) { return {c.name, c.shape, c.dtype, c.attrs}; }
-
-std::optional<te::ops::TemplateCall> anchor_template(const Graph& g, const FusedGroup& grp, const Target& target) {
-  if (grp.anchor < 0) return std::nullopt;
-  const Node& a = g.nodes[size_t(grp.anchor)];
-  const te::ops::OpDef& def = te::ops::get_op(a.op);
-  auto s = def.strategy.find(target.kind());
-  if (s == def.strategy.end()) return std::nullopt;
-  std::vector<TensorType> in;
-  for (ValueRef v : a.inputs) in.push_back(g.type(v));
-  return s->second(in, a.attrs);
-}
-
-}  // namespace
 
 GroupSchedule schedule_group(const Graph& g, int group, const GroupCompute& c, const Target& target,
                              const records::ApplyHistoryBest* best) {
   const FusedGroup& grp = g.groups[size_t(group)];
+  tuner::FusedGroup fg;
+  fg.inputs = c.inputs;
+  fg.outputs = c.outputs;
+  if (grp.anchor >= 0) {
+    const Node& a = g.nodes[size_t(grp.anchor)];
+    fg.anchor = c.anchor;
+    for (ValueRef v : a.inputs) fg.anchor_inputs.push_back(c.values.at(v));
+    const te::ops::OpDef& def = te::ops::get_op(a.op);
+    if (auto s = def.strategy.find(target.kind()); s != def.strategy.end()) {
+      std::vector<TensorType> in;
+      for (ValueRef v : a.inputs) in.push_back(g.type(v));
+      fg.call = s->second(in, a.attrs);
+    }
+  }
+  tuner::FusedSchedule fs = tuner::schedule_fused(fg, target, best);
   GroupSchedule out;
-  out.sched = schedule::create_schedule(c.outputs);
-  out.args = c.inputs;
-  out.args.insert(out.args.end(), c.outputs.begin(), c.outputs.end());
-  std::set<te::Operation> outputs;
-  for (const auto& t : c.outputs) outputs.insert(t.op());
-  for (schedule::Stage st : out.sched.stages()) {
-    const te::Operation& op = st->op;
-    if (op->kind != te::OpKind::kCompute || outputs.count(op)) continue;
-    if (op->reduce_axis.empty()) st.compute_inline();
-  }
-  for (const auto& t : c.outputs) {
-    schedule::Stage st = out.sched[t];
-    if (!st.leaf_iter_vars().empty()) st.parallel(st.leaf_iter_vars()[0]);
-  }
-  if (auto call = anchor_template(g, grp, target)) {
-    records::Workload w = workload_of(*call);
-    out.workload = w.key();
-    std::optional<records::Record> r = best ? best->best(w, target.str()) : std::nullopt;
-    out.tuned = r.has_value();
-    out.note = fmt::format("{} {}", w.key(), r ? fmt::format("record config {}", r->config.index) : "no record");
-  } else {
-    out.note = fmt::format("pattern {}", te::ops::to_string(grp.pattern));
-  }
+  out.sched = fs.schedule;
+  out.args = fs.args;
+  out.note = fs.note;
+  out.workload = fs.workload_key;
+  out.tuned = fs.source == tuner::ScheduleSource::kTuned;
+  if (fs.source != tuner::ScheduleSource::kPattern && fg.call)
+    out.task = records::Workload{fg.call->name, fg.call->shape, fg.call->dtype, fg.call->attrs};
   return out;
 }
 

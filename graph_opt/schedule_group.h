@@ -21,6 +21,7 @@ struct GroupSchedule {
   std::vector<te::Tensor> args;
   std::string note;      // "conv2d_nchwc [1,64,56,56,64,3,3] tuned config 1234", "pattern injective"
   std::string workload;  // the anchor's workload key ("" without a template)
+  records::Workload task;  // that workload (op "" without a template): what to tune
   bool tuned = false;
 };
 

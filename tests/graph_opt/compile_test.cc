@@ -16,6 +16,7 @@
 #include "graph_test_util.h"
 #include "loom/graph_opt/compile.h"
 #include "loom/graph_opt/passes.h"
+#include "loom/tuner/task.h"
 
 namespace loom::graph_opt {
 namespace {
@@ -82,9 +83,12 @@ TEST(Compile, SmallResNet18MatchesTheReference) {
   EXPECT_EQ(report.kernels.size(), 24u) << "ResNet-18's fused groups (tests/graph_opt/models_test.cc)";
   EXPECT_EQ(report.kernels[0].ops, "conv2d_nchwc+relu");
   EXPECT_TRUE(report.kernels[0].workload.empty()) << "conv1 (3 input channels) has no template";
-  EXPECT_EQ(report.kernels[0].schedule, "pattern out_elemwise_fusable");
+  EXPECT_EQ(report.kernels[0].schedule, "schedule generated from the pattern (the anchor has no template)");
+  EXPECT_NE(report.kernels[2].schedule.find("default config"), std::string::npos) << report.kernels[2].schedule;
   EXPECT_EQ(report.kernels[2].ops, "conv2d_nchwc+relu");
   EXPECT_EQ(report.kernels[2].workload.rfind("conv2d_nchwc(", 0), 0u) << report.kernels[2].workload;
+  EXPECT_EQ(report.kernels[2].task.key(), report.kernels[2].workload);
+  EXPECT_TRUE(report.kernels[0].task.op.empty());
   auto info = nlohmann::json::parse(m.info_json());
   EXPECT_EQ(info["arena_bytes"], report.memory.arena_bytes);
   EXPECT_EQ(info["inputs"][0]["name"], "data");
@@ -195,6 +199,35 @@ TEST(Compile, WarnsOncePerUntunedWorkload) {
   EXPECT_NE(w.find("warning: no tuning record for conv2d_nchwc("), std::string::npos) << w;
   size_t lines = size_t(std::count(w.begin(), w.end(), '\n'));
   EXPECT_EQ(lines, workloads.size()) << "one line per workload";
+}
+
+TEST(Compile, TunedConfigsFromTheLogAreUsed) {
+  Graph g = models::resnet18(test::small_model());
+  LoweredGraph untuned = lower_graph(g, Target("llvm"));
+  // A record for every workload, naming a config other than the default.
+  records::ApplyHistoryBest best;
+  std::set<std::string> keys;
+  for (const auto& k : untuned.report.kernels) {
+    if (k.task.op.empty() || !keys.insert(k.workload).second) continue;
+    tuner::Task task = tuner::Task::create(k.task, Target("llvm"));
+    int64_t index = (task.default_index() + 7) % int64_t(task.space().size());
+    records::MeasureResult m;
+    m.costs = {1e-3};
+    best.add(task.record(index, m, "test"));
+  }
+  ASSERT_GT(keys.size(), 3u);
+  CompileReport report;
+  Module m = compile(g, Target("llvm"), &best, {}, &report);
+  int tuned = 0;
+  for (const auto& k : report.kernels) {
+    if (k.task.op.empty()) continue;
+    tuned += k.tuned;
+    EXPECT_NE(k.schedule.find("tuned config"), std::string::npos) << k.schedule;
+  }
+  EXPECT_GT(tuned, 0);
+  EXPECT_TRUE(report.untuned.empty());
+  auto inputs = test::graph_inputs(g, 11);
+  EXPECT_EQ(test::compare_outputs(run(m, g, inputs), run_reference(g, inputs)), "");
 }
 
 TEST(Compile, Errors) {

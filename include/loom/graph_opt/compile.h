@@ -40,6 +40,7 @@ struct CompiledKernel {
   /// config 17 (no record)", "pattern injective".
   std::string schedule;
   std::string workload;  // the anchor's workload key ("" without a template)
+  records::Workload task;  // that workload, to tune (op "" without a template)
   bool tuned = false;
 };
 
