@@ -83,16 +83,6 @@ TEST(TaskExtraction, FollowsTheCompileOptions) {
   for (const ExtractedTask& t : x.tasks) EXPECT_NE(t.task.workload().op, "conv2d_nchwc");
 }
 
-TEST(TaskExtraction, AnchorWorkloadIsNoneWithoutATemplate) {
-  Graph g = optimize(models::resnet18(test::small_model()));
-  const Target target("llvm");
-  for (size_t i = 0; i < g.groups.size(); ++i) {
-    std::optional<records::Workload> w = anchor_workload(g, int(i), target);
-    if (g.groups[i].anchor < 0) EXPECT_FALSE(w.has_value()) << g.groups[i].name;
-  }
-  EXPECT_THROW(anchor_workload(g, int(g.groups.size()), target), Error);
-}
-
 class TaskExtractionLog : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -3,7 +3,6 @@
 // passes, fusion and layout, exactly as compile fuses it); its weight is how many kernels run
 // it. `loom tune-model` tunes them with the task scheduler (tuner/task_scheduler.h).
 #pragma once
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,11 +39,6 @@ struct TaskExtraction {
   /// no task can be made of (its template is not registered, or rejects the workload).
   std::vector<UntunedKernel> untuned;
 };
-
-/// The workload the template of fused group `group`'s anchor is tuned as on `target`, as the
-/// operator registry's strategy gives it (none without an anchor, or when the anchor's
-/// operator has no template for this instance on this target).
-std::optional<records::Workload> anchor_workload(const Graph& fused, int group, const Target& target);
 
 /// The tasks of `graph` compiled for `target` with `opt` (optimized and fused first, as
 /// compile does, unless it has groups).
