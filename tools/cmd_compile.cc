@@ -8,7 +8,6 @@
 
 #include "cli.h"
 #include "model_file.h"
-#include "loom/codegen/check_target.h"
 #include "loom/graph_opt/compile.h"
 #include "loom/graph_opt/serialize.h"
 #include "loom/loom.h"
@@ -27,22 +26,8 @@ int run(const Args& a) {
   if (std::filesystem::is_directory(out)) a.usage_error("--output: '{}' is a directory; name the library to write", out);
   const std::vector<std::string> logs = a.all("--log");
   for (const std::string& f : logs) require_file("--log", f);
-  Target target(a.str("--target", "llvm"));
-  try {
-    codegen::check_target(target);
-  } catch (const Error& e) {
-    a.usage_error("--target: {}", e.what());
-  }
-  if (!target.is_cpu()) a.usage_error("--target: networks compile for the CPU (an llvm target), not '{}'", target.str());
-
-  graph_opt::CompileOptions opt;
-  opt.passes.opt_level = int(a.integer("--opt-level", 3, 0, 3));
-  for (const std::string& p : a.all("--disable")) {
-    std::vector<std::string> names = graph_opt::pass_names();
-    if (std::find(names.begin(), names.end(), p) == names.end())
-      a.usage_error("--disable: no pass named '{}' (passes: {})", p, fmt::join(names, ", "));
-    opt.passes.disabled.insert(p);
-  }
+  const Target target = network_target(a);
+  graph_opt::CompileOptions opt = compile_options(a);
   opt.warn = &std::cerr;
 
   graph_opt::Graph g = load_model(a, model);
@@ -105,10 +90,9 @@ Command compile_command() {
       {"--output", "FILE.so", "the library to write (its header goes next to it)", false, "-o"},
       {"--log", "FILE", "a tuning log to take configs from", true},
       {"--target", "T", "an llvm target (default llvm: this CPU)"},
-      {"--opt-level", "N", "0 (no fusion) to 3 (default)"},
-      {"--disable", "PASS", "skip a graph pass by name", true},
       input_shape_option(),
   };
+  for (const Option& o : pass_options()) c.options.push_back(o);
   c.run = run;
   return c;
 }

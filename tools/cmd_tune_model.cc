@@ -1,20 +1,16 @@
 // `loom tune-model`: tunes every task of a network (graph_opt/task_extraction.h) with the task
 // scheduler (tuner/task_scheduler.h), appending every trial to one log that `loom compile`
 // then reads.
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
 #include "cli.h"
-#include "loom/codegen/check_target.h"
+#include "mpi_job.h"
 #include "loom/graph_opt/task_extraction.h"
 #include "loom/loom.h"
 #include "loom/tuner/features.h"
 #include "loom/tuner/task_scheduler.h"
 #include "model_file.h"
-#ifdef LOOM_CLI_HAVE_MPI
-#include "loom/tuner/distributed.h"
-#endif
 
 namespace loom::cli {
 namespace {
@@ -26,44 +22,15 @@ std::string latency_file_for(const std::string& log) {
 }
 
 int run(const Args& a) {
-#ifdef LOOM_CLI_HAVE_MPI
-  // Under mpirun with several ranks: rank 0 schedules, searches and logs, the others measure.
-  std::unique_ptr<tuner::distributed::Cluster> cluster;
-  if (tuner::distributed::launched_by_mpi() && tuner::distributed::launcher_world_size() != 1) {
-    tuner::distributed::ClusterOptions co;
-    co.progress = a.has("--quiet") ? nullptr : &std::cerr;
-    cluster = std::make_unique<tuner::distributed::Cluster>(nullptr, nullptr, co);
-    if (cluster->rank() != 0) {
-      cluster->serve();
-      return 0;
-    }
-  }
-#else
-  if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE"); n && std::atoi(n) > 1)
-    std::cerr << fmt::format("loom: warning: started by mpirun with {} ranks, but this loom was built without MPI "
-                             "(LOOM_WITH_MPI off): every rank tunes on its own\n", n);
-#endif
+  MpiJob job(a.has("--quiet"));  // under mpirun: rank 0 goes on, the other ranks have served it
+  if (job.served()) return 0;
   if (a.positional().size() != 1) a.usage_error("expected one MODEL (MODEL.json or MODEL.onnx)");
   const std::string model = a.positional()[0];
   const bool list_only = a.has("--list");
   const std::string log = list_only ? a.str("--log") : a.required("--log");
-  Target target(a.str("--target", "llvm"));
-  try {
-    codegen::check_target(target);
-  } catch (const Error& e) {
-    a.usage_error("--target: {}", e.what());
-  }
-  if (!target.is_cpu()) a.usage_error("--target: networks compile for the CPU (an llvm target), not '{}'", target.str());
+  const Target target = network_target(a);
   if (a.has("--trials") && a.has("--trials-per-task")) a.usage_error("give --trials or --trials-per-task, not both");
-
-  graph_opt::CompileOptions copt;
-  copt.passes.opt_level = int(a.integer("--opt-level", 3, 0, 3));
-  for (const std::string& p : a.all("--disable")) {
-    std::vector<std::string> names = graph_opt::pass_names();
-    if (std::find(names.begin(), names.end(), p) == names.end())
-      a.usage_error("--disable: no pass named '{}' (passes: {})", p, fmt::join(names, ", "));
-    copt.passes.disabled.insert(p);
-  }
+  const graph_opt::CompileOptions copt = compile_options(a);
 
   tuner::TaskSchedulerOptions opt;
   opt.strategy = tuner::parse_strategy(a.choice("--strategy", "gradient", {"gradient", "round-robin"}));
@@ -123,12 +90,7 @@ int run(const Args& a) {
                                                           1 << 30));
   std::vector<tuner::WeightedTask> tasks;
   for (const graph_opt::ExtractedTask& t : x.tasks) tasks.push_back({t.task, t.weight});
-#ifdef LOOM_CLI_HAVE_MPI
-  if (cluster && cluster->size() > 1) {
-    cluster->announce(target);
-    to.service = cluster->service();
-  }
-#endif
+  to.service = job.service(target);
   tuner::TaskScheduler scheduler(std::move(tasks), opt);
   tuner::SchedulerSummary s = scheduler.run();
 
@@ -196,8 +158,6 @@ Command tune_model_command() {
       {"--resume", "", "continue from --log: nothing measured again, each task's state rebuilt"},
       {"--list", "", "only list the tasks and the kernels no task covers"},
       {"--target", "T", "an llvm target (default llvm: this CPU); compile with the same"},
-      {"--opt-level", "N", "graph optimization level, as for compile: 0 to 3 (default)"},
-      {"--disable", "PASS", "skip a graph pass by name, as for compile", true},
       input_shape_option(),
       {"--tuner", "NAME", "per-task search: xgb (default), random, grid or ga"},
       {"--features", "SET", "what the xgb model sees: auto (default), itervar+knob, itervar or knob"},
@@ -216,6 +176,7 @@ Command tune_model_command() {
       {"--table-every", "N", "rounds between progress tables (default: 10)"},
       {"--quiet", "", "no progress on stderr"},
   };
+  for (const Option& o : pass_options()) c.options.push_back(o);  // compile with the same
   c.run = run;
   return c;
 }

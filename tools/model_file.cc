@@ -1,7 +1,11 @@
 // Reading a network: a loom model file or an ONNX model.
 #include "model_file.h"
 
+#include <algorithm>
+
+#include "loom/codegen/check_target.h"
 #include "loom/graph_opt/onnx.h"
+#include "loom/graph_opt/passes.h"
 
 namespace loom::cli {
 
@@ -35,6 +39,34 @@ graph_opt::Graph import_onnx_model(const Args& a, const std::string& path) {
 graph_opt::Graph load_model(const Args& a, const std::string& path) {
   require_file("", path);
   return graph_opt::load_model(path, onnx_options(a));
+}
+
+Target network_target(const Args& a) {
+  Target target(a.str("--target", "llvm"));
+  try {
+    codegen::check_target(target);
+  } catch (const Error& e) {
+    a.usage_error("--target: {}", e.what());
+  }
+  if (!target.is_cpu()) a.usage_error("--target: networks compile for the CPU (an llvm target), not '{}'", target.str());
+  return target;
+}
+
+std::vector<Option> pass_options() {
+  return {{"--opt-level", "N", "graph optimization level: 0 (no fusion) to 3 (default)"},
+          {"--disable", "PASS", "skip a graph pass by name", true}};
+}
+
+graph_opt::CompileOptions compile_options(const Args& a) {
+  graph_opt::CompileOptions opt;
+  opt.passes.opt_level = int(a.integer("--opt-level", 3, 0, 3));
+  for (const std::string& p : a.all("--disable")) {
+    std::vector<std::string> names = graph_opt::pass_names();
+    if (std::find(names.begin(), names.end(), p) == names.end())
+      a.usage_error("--disable: no pass named '{}' (passes: {})", p, fmt::join(names, ", "));
+    opt.passes.disabled.insert(p);
+  }
+  return opt;
 }
 
 }  // namespace loom::cli
