@@ -84,8 +84,7 @@ Tensor input(tuner::FusedGroup& g, const std::vector<int64_t>& s, const std::str
 }
 
 Tensor op(const std::string& name, const std::vector<Tensor>& in, const Attrs& attrs = {}) {
-  const te::ops::OpDef& d = te::ops::get_op(name);
-  return d.compute(in, te::ops::normalize_attrs(d, attrs)).at(0);
+  return te::ops::apply_op(name, in, attrs).at(0);
 }
 
 std::vector<int64_t> shape_of(const Tensor& t) {
@@ -96,12 +95,10 @@ std::vector<int64_t> shape_of(const Tensor& t) {
 
 /// The anchor of `g`: `name` on its inputs, with its llvm strategy.
 Tensor anchor(tuner::FusedGroup& g, const std::string& name, const std::vector<Tensor>& in, const Attrs& attrs) {
-  const te::ops::OpDef& d = te::ops::get_op(name);
-  Attrs norm = te::ops::normalize_attrs(d, attrs);
   std::vector<te::ops::TensorType> types;
   for (const Tensor& t : in) types.push_back({shape_of(t), t.dtype(), ""});
-  g.call = d.strategy.at("llvm")(types, norm);
-  g.anchor = d.compute(in, norm).at(0);
+  g.call = te::ops::select_template(name, "llvm", types, attrs);
+  g.anchor = op(name, in, attrs);
   g.anchor_inputs = in;
   return g.anchor;
 }

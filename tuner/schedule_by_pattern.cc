@@ -66,11 +66,24 @@ struct Scheduler {
     return -1;
   }
 
-  /// Splits `axis` of `st` for vectors: [outer, inner(vectorized)], or the axis vectorized
-  /// whole when shorter than the lanes. Returns the outer part (undefined when none).
-  IterVar vectorize_axis(Stage st, const IterVar& axis) {
-    if (extent_of(axis) > lanes) {
-      auto [o, i] = st.split(axis, te::Expr(lanes));
+  /// The vector width for an axis of `extent`: the whole axis when it fits the lanes, else
+  /// the widest of lanes, lanes/2, … 4 that divides it (no tail), else the lanes with a tail.
+  int64_t width_for(int64_t extent) const {
+    if (extent <= lanes) return extent;
+    for (int64_t w = lanes; w >= 4; w /= 2)
+      if (extent % w == 0) return w;
+    return lanes;
+  }
+
+  /// Splits `axis` of `st` for vectors: [outer, inner(vectorized)] (see width_for), or the
+  /// axis vectorized whole. Returns the outer part (undefined when none); `tail` says whether
+  /// the last part is partial (the caller keeps that outer loop out of fused loops, so that
+  /// the partial-tile passes can peel it and the other tiles keep constant extents).
+  IterVar vectorize_axis(Stage st, const IterVar& axis, bool* tail = nullptr) {
+    const int64_t e = extent_of(axis), w = width_for(e);
+    if (tail) *tail = e % w != 0;
+    if (w < e) {
+      auto [o, i] = st.split(axis, te::Expr(w));
       st.vectorize(i);
       return o;
     }
@@ -107,10 +120,11 @@ struct Scheduler {
       o.push_back(vec);
       return o;
     }());
-    IterVar vo = vectorize_axis(st, vec);
-    if (vo.defined()) outer.push_back(vo);
+    bool tail = false;
+    IterVar vo = vectorize_axis(st, vec, &tail);
+    if (vo.defined() && !tail) outer.push_back(vo);
     parallel_outer(st, outer, numel(st));
-    note(fmt::format("{}: injective, axis {} vectorized by {}", st->name(), vec.name(), std::min<int64_t>(lanes, extent_of(vec))));
+    note(fmt::format("{}: injective, axis {} vectorized by {}", st->name(), vec.name(), width_for(extent_of(vec))));
   }
 
   void reduction(const te::Tensor& t) {
@@ -158,11 +172,12 @@ struct Scheduler {
       std::vector<IterVar> ord = outer;
       ord.push_back(st.axis(size_t(v)));
       st.reorder(ord);
-      IterVar vo = vectorize_axis(st, st.axis(size_t(v)));
-      IterVar at = vo.defined() ? vo : (outer.empty() ? IterVar() : outer.back());
-      if (vo.defined()) outer.push_back(vo);
+      bool tail = false;
+      IterVar vo = vectorize_axis(st, st.axis(size_t(v)), &tail);
+      const bool at_some_loop = vo.defined() || !outer.empty();
+      if (vo.defined() && !tail) outer.push_back(vo);
       parallel_outer(st, outer, numel(st) * rext);
-      if (at.defined()) acc.compute_at(st, st.leaf_iter_vars()[st.leaf_iter_vars().size() - 2]);
+      if (at_some_loop) acc.compute_at(st, st.leaf_iter_vars()[st.leaf_iter_vars().size() - 2]);
       std::vector<IterVar> aord;
       for (size_t i = 0; i < axes.size(); ++i)
         if (int(i) != v) aord.push_back(acc.axis(i));

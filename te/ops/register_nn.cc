@@ -134,10 +134,12 @@ OpDef conv2d_nchwc_op() {
   };
   d.strategy["llvm"] = [](const Types& in, const Attrs& a) -> std::optional<TemplateCall> {
     int64_t stride = 0, pad = 0;
-    if (in[0].shape.size() != 5 || !is_f32(in[0]) || !template_window(a, &stride, &pad)) return std::nullopt;
+    if (!is_f32(in[0]) || !template_window(a, &stride, &pad)) return std::nullopt;
     const auto &x = in[0].shape, &w = in[1].shape;
-    const int64_t ib = x[4], ob = w[5];
-    TemplateCall c{"conv2d_nchwc", {x[0], x[1] * ib, x[2], x[3], w[0] * ob, w[2], w[3]}, "float32",
+    // NCHW data (a first layer) is the template's ic_block 0.
+    const bool blocked = x.size() == 5;
+    const int64_t ib = blocked ? x[4] : 0, ob = w.back(), C = blocked ? x[1] * ib : x[1];
+    TemplateCall c{"conv2d_nchwc", {x[0], C, x[2], x[3], w[0] * ob, w[2], w[3]}, "float32",
                    {{"stride", str(stride)}, {"pad", str(pad)}}};
     if (ib != 16) c.attrs["ic_block"] = str(ib);
     if (ob != 16) c.attrs["oc_block"] = str(ob);

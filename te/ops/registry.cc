@@ -211,19 +211,29 @@ Attrs normalize_attrs(const OpDef& def, const Attrs& attrs, const std::string& w
   return out;
 }
 
-std::vector<TensorType> infer_type(const std::string& op, const std::vector<TensorType>& inputs, const Attrs& attrs) {
-  const OpDef& def = get_op(op);
+namespace {
+
+/// Checks the number of inputs `def` takes.
+void check_input_count(const OpDef& def, size_t n) {
+  const std::string& op = def.name;
   const bool variadic = def.inputs.size() == 1 && def.inputs[0].ends_with("...");
   if (variadic) {
-    LOOM_CHECK(inputs.size() >= std::max<size_t>(def.min_inputs, 1), "operator '{}' takes at least {} input(s), got {}",
-               op, std::max<size_t>(def.min_inputs, 1), inputs.size());
+    LOOM_CHECK(n >= std::max<size_t>(def.min_inputs, 1), "operator '{}' takes at least {} input(s), got {}", op,
+               std::max<size_t>(def.min_inputs, 1), n);
   } else {
-    LOOM_CHECK(inputs.size() >= def.min_inputs && inputs.size() <= def.inputs.size(),
+    LOOM_CHECK(n >= def.min_inputs && n <= def.inputs.size(),
                "operator '{}' takes {} input(s) ({}), got {}", op,
                def.min_inputs == def.inputs.size() ? std::to_string(def.inputs.size())
                                                    : fmt::format("{} to {}", def.min_inputs, def.inputs.size()),
-               fmt::join(def.inputs, ", "), inputs.size());
+               fmt::join(def.inputs, ", "), n);
   }
+}
+
+}  // namespace
+
+std::vector<TensorType> infer_type(const std::string& op, const std::vector<TensorType>& inputs, const Attrs& attrs) {
+  const OpDef& def = get_op(op);
+  check_input_count(def, inputs.size());
   Attrs norm = normalize_attrs(def, attrs);
   try {
     return def.infer_type ? def.infer_type(inputs, norm) : types_from_compute(def, inputs, norm);
@@ -232,6 +242,27 @@ std::vector<TensorType> infer_type(const std::string& op, const std::vector<Tens
     for (const TensorType& t : inputs) ins.push_back(to_string(t));
     fail("operator '{}' on ({}): {}", op, fmt::join(ins, ", "), e.what());
   }
+}
+
+std::vector<Tensor> apply_op(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  const OpDef& def = get_op(op);
+  check_input_count(def, inputs.size());
+  Attrs norm = normalize_attrs(def, attrs);
+  for (size_t i = 0; i < inputs.size(); ++i) LOOM_CHECK(inputs[i].defined(), "operator '{}': input {} is undefined", op, i);
+  try {
+    return def.compute(inputs, norm);
+  } catch (const Error& e) {
+    fail("operator '{}': {}", op, e.what());
+  }
+}
+
+std::optional<TemplateCall> select_template(const std::string& op, const std::string& target_kind,
+                                            const std::vector<TensorType>& inputs, const Attrs& attrs) {
+  const OpDef& def = get_op(op);
+  auto it = def.strategy.find(target_kind);
+  if (it == def.strategy.end()) return std::nullopt;
+  check_input_count(def, inputs.size());
+  return it->second(inputs, normalize_attrs(def, attrs));
 }
 
 std::vector<TensorType> infer_from_compute(const OpDef& def, const std::vector<TensorType>& inputs,

@@ -205,6 +205,22 @@ TEST(OpRegistry, TypeInference) {
   expect_error([] { ops::infer_type("relu", {tt({2, 0})}, {}); }, {"operator 'relu'", "extent 0"});
 }
 
+TEST(OpRegistry, ApplyOpAndSelectTemplate) {
+  Tensor X = ph({1, 3, 8, 8}, "x"), W = ph({4, 3, 3, 3}, "w");
+  std::vector<Tensor> out = ops::apply_op("conv2d", {X, W}, {{"padding", std::vector<int64_t>{1, 1}}});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(shape_of(out[0]), (Shape{1, 4, 8, 8}));
+  expect_error([&] { ops::apply_op("conv2d", {X}, {}); }, {"operator 'conv2d'", "got 1"});
+  expect_error([&] { ops::apply_op("conv2d", {X, ph({4, 2, 3, 3}, "w2")}, {}); }, {"operator 'conv2d'", "input channels"});
+  expect_error([&] { ops::apply_op("conv2d", {X, W}, {{"pad", int64_t(1)}}); }, {"operator 'conv2d'", "no attribute 'pad'"});
+  auto c = ops::select_template("conv2d", "llvm", {tt({1, 3, 8, 8}), tt({4, 3, 3, 3})}, {});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->name, "conv2d_nchw");
+  EXPECT_EQ(c->attrs, (std::map<std::string, std::string>{{"pad", "0"}, {"stride", "1"}}));
+  EXPECT_FALSE(ops::select_template("relu", "llvm", {tt({4})}, {}));
+  EXPECT_FALSE(ops::select_template("dense", "cuda", {tt({4, 8}), tt({2, 8})}, {}));
+}
+
 // ---------------------------------------------------------------- convolutions
 
 TEST(OpRegistry, Conv2d) {
@@ -666,6 +682,11 @@ TEST(OpRegistry, StrategiesNameTheTemplatePerTarget) {
   ASSERT_TRUE(c);
   EXPECT_EQ(c->attrs.at("ic_block"), "3");
   EXPECT_EQ(c->attrs.count("oc_block"), 0u);
+  c = call("conv2d_nchwc", "llvm", {tt({1, 3, 224, 224}), tt({4, 3, 7, 7, 16})},
+           {{"layout", std::string("NCHW")}, {"strides", std::vector<int64_t>{2, 2}}, {"padding", std::vector<int64_t>{3, 3}}});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->shape, (Shape{1, 3, 224, 224, 64, 7, 7}));
+  EXPECT_EQ(c->attrs.at("ic_block"), "0");
   c = call("depthwise_conv2d_nchwc", "llvm", {tt({1, 6, 28, 28, 16}), tt({6, 1, 3, 3, 1, 16})}, pad1);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->name, "depthwise_conv2d_nchwc");

@@ -29,23 +29,19 @@ struct Group {
     return t;
   }
   Tensor op(const std::string& name, const std::vector<Tensor>& in, const Attrs& attrs = {}) {
-    const te::ops::OpDef& d = te::ops::get_op(name);
-    return d.compute(in, te::ops::normalize_attrs(d, attrs)).at(0);
+    return te::ops::apply_op(name, in, attrs).at(0);
   }
   /// `name` as the group's anchor, with its strategy for `target`.
   Tensor anchor(const std::string& name, const std::vector<Tensor>& in, const Attrs& attrs = {},
                 const std::string& target = "llvm") {
-    const te::ops::OpDef& d = te::ops::get_op(name);
-    Attrs norm = te::ops::normalize_attrs(d, attrs);
     std::vector<te::ops::TensorType> types;
     for (const Tensor& t : in) {
       te::ops::TensorType tt;
       for (const auto& e : t.shape()) tt.shape.push_back(*te::as_const_int(e));
       types.push_back(tt);
     }
-    auto it = d.strategy.find(target);
-    if (it != d.strategy.end()) g.call = it->second(types, norm);
-    g.anchor = d.compute(in, norm).at(0);
+    g.call = te::ops::select_template(name, target, types, attrs);
+    g.anchor = op(name, in, attrs);
     g.anchor_inputs = in;
     return g.anchor;
   }
@@ -169,6 +165,15 @@ TEST(Fused, EveryCpuAnchorTemplateTakesAnEpilogue) {
          b.g.outputs = {b.op("relu", {b.op("add", {c, res})})};
        },
        "conv2d_nchw("},
+      {"a first layer: conv2d_nchwc of NCHW data (3 channels) to NCHW16c + bias + relu",
+       [](Group& b) {
+         Tensor x = b.input({1, 3, 15, 14}, "x"), w = b.input({2, 3, 3, 3, 16}, "w"), bias = b.input({32}, "bias");
+         Tensor c = b.anchor("conv2d_nchwc", {x, w, bias},
+                             {{"layout", std::string("NCHW")}, {"strides", std::vector<int64_t>{2, 2}},
+                              {"padding", std::vector<int64_t>{1, 1}}});
+         b.g.outputs = {b.op("relu", {c})};
+       },
+       "conv2d_nchwc("},
       {"depthwise conv2d (groups = C) + batch_norm + clip (relu6)",
        [](Group& b) {
          Tensor x = b.input({1, 5, 11, 10}, "x"), w = b.input({5, 1, 3, 3}, "w");
@@ -365,6 +370,19 @@ TEST(Fused, CudaTemplatesTakeAnEpilogue) {
     std::string src = codegen::cuda_source(f);
     EXPECT_NE(src.find("max("), std::string::npos) << "relu in the kernel\n" << src;
     if (codegen::nvrtc_available()) EXPECT_NE(codegen::compile_to_ptx(src, "sm_80").find(".entry"), std::string::npos);
+  }
+}
+
+// The preferred tile (2 channel blocks x 14 columns) adapts to the shape; where the closest
+// values overflow the 28 accumulators (3 blocks x 16 columns) the default must still be a
+// config the template instantiates (MobileNetV2's 48-channel layers at 16x16).
+TEST(Templates, NchwcDefaultsFitTheRegisterBudget) {
+  for (const auto& [op, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"conv2d_nchwc", {1, 48, 16, 16, 48, 1, 1}},
+           {"conv2d_nchwc", {1, 48, 32, 32, 48, 3, 3}},
+           {"depthwise_conv2d_nchwc", {1, 48, 16, 16, 3, 3}}}) {
+    Task t = Task::create(op, shape, Target("llvm"));
+    EXPECT_NO_THROW(t.instantiate_default()) << t.key() << ": " << t.space().get(t.default_index()).str();
   }
 }
 

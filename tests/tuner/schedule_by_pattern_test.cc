@@ -174,6 +174,17 @@ TEST(ScheduleByPattern, RowReductionsAreRfactoredAndKeptAxesVectorized) {
   opts.vector_report = &r;
   lowering::lower(s, args, "f", opts);
   EXPECT_EQ(r.entries.size(), 0u) << "a blocked pool reads whole channel vectors\n" << r.to_string();
+
+  // An NCHW pool whose output width (56) the lanes do not divide but a narrower vector does:
+  // every tile has the same constant width, so the accumulator tile is vector code.
+  args.clear();
+  Tensor nchw = op("max_pool2d", {input({1, 2, 112, 112}, "x", &args)},
+                   {{"pool_size", Shape{3, 3}}, {"strides", Shape{2, 2}}, {"padding", Shape{1, 1}}});
+  args.push_back(nchw);
+  Schedule s2 = schedule_by_pattern({nchw}, Target("llvm"));
+  std::string ir = lowering::to_string(lowering::lower(s2, args, "f"));
+  EXPECT_NE(ir.find("max_pool2d.local[ramp(0, 1, "), std::string::npos) << ir;
+  EXPECT_MATCHES_REFERENCE(s2, args);
 }
 
 TEST(ScheduleByPattern, CudaSchedulesBindThreads) {

@@ -46,6 +46,7 @@ const Case kCases[] = {
     {"conv2d_nchwc", {2, 16, 7, 6, 16, 1, 1}, {}},
     {"conv2d_nchwc", {1, 3, 11, 10, 16, 3, 3}, {{"stride", "2"}, {"pad", "1"}, {"ic_block", "3"}}},
     {"conv2d_nchwc", {1, 16, 7, 7, 24, 1, 1}, {{"ic_block", "8"}, {"oc_block", "8"}}},
+    {"conv2d_nchwc", {1, 3, 13, 12, 16, 3, 3}, {{"stride", "2"}, {"pad", "1"}, {"ic_block", "0"}}},
     {"depthwise_conv2d_nchw", {1, 5, 11, 10, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
     {"depthwise_conv2d_nchw", {2, 3, 9, 9, 3, 3}, {{"stride", "2"}, {"pad", "1"}}},
     {"depthwise_conv2d_nchwc", {1, 32, 11, 10, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},

@@ -58,20 +58,22 @@ te::Tensor find_input(const te::Tensor& t, const std::string& name) {
   fail("internal error: no stage '{}' feeds '{}'", name, t.name());
 }
 
-int64_t closest_config(const ConfigSpace& space, const Preferences& prefs) {
-  std::vector<int> choices(space.knobs().size(), 0);
+namespace {
+
+/// dist[k][j]: how far value j of knob k is from its preference (0 for knobs without one).
+std::vector<std::vector<double>> preference_distances(const ConfigSpace& space, const Preferences& prefs) {
+  std::vector<std::vector<double>> dist(space.knobs().size());
   for (size_t i = 0; i < space.knobs().size(); ++i) {
     const Knob& k = space.knobs()[i];
+    dist[i].assign(k.size(), 0.0);
     if (k.kind == KnobKind::kAnnotate) {
       auto it = prefs.labels.find(k.name);
       if (it == prefs.labels.end()) continue;
-      for (size_t j = 0; j < k.labels.size(); ++j)
-        if (k.labels[j] == it->second) choices[i] = int(j);
+      for (size_t j = 0; j < k.labels.size(); ++j) dist[i][j] = k.labels[j] == it->second ? 0 : 1;
       continue;
     }
     auto it = prefs.values.find(k.name);
     if (it == prefs.values.end()) continue;
-    double best = INFINITY;
     for (size_t j = 0; j < k.values.size(); ++j) {
       const auto& v = k.values[j];
       double d = 0;
@@ -82,10 +84,36 @@ int64_t closest_config(const ConfigSpace& space, const Preferences& prefs) {
       } else {
         d = v == it->second ? 0 : 1;
       }
-      if (d < best) best = d, choices[i] = int(j);
+      dist[i][j] = d;
     }
   }
+  return dist;
+}
+
+}  // namespace
+
+int64_t closest_config(const ConfigSpace& space, const Preferences& prefs) {
+  std::vector<std::vector<double>> dist = preference_distances(space, prefs);
+  std::vector<int> choices(space.knobs().size(), 0);
+  for (size_t i = 0; i < dist.size(); ++i)
+    choices[i] = int(std::min_element(dist[i].begin(), dist[i].end()) - dist[i].begin());
   return space.index_of(choices);
+}
+
+int64_t closest_config(const ConfigSpace& space, const Preferences& prefs,
+                       const std::function<bool(const ConfigEntity&)>& valid) {
+  const int64_t first = closest_config(space, prefs);
+  if (valid(space.get(first))) return first;
+  std::vector<std::vector<double>> dist = preference_distances(space, prefs);
+  int64_t best = -1;
+  double best_d = INFINITY;
+  for (int64_t idx = 0; idx < space.size(); ++idx) {
+    std::vector<int> ch = space.choices_of(idx);
+    double d = 0;
+    for (size_t i = 0; i < ch.size(); ++i) d += dist[i][size_t(ch[i])];
+    if (d < best_d && valid(space.get(idx))) best = idx, best_d = d;
+  }
+  return best >= 0 ? best : first;
 }
 
 SplitOptions block_split_options(int64_t extent) {

@@ -5,7 +5,8 @@
 //   out    [N, K/oc, OH, OW, oc]
 // (te::ops::conv2d_nchwc). Shape and attrs are the logical ones of conv2d_nchw, with the
 // blocks as attrs ic_block and oc_block (16 when absent); C and K must be multiples of them.
-// A first layer's 3 input channels take ic_block 3.
+// ic_block 0 takes NCHW data with a kernel [K/oc, C, R, S, oc] (OIHW{oc}o), as a network's
+// first layer (3 input channels) runs when the rest is laid out in NCHW{oc}c.
 //
 // The output is computed in register tiles of tile_oc channel blocks × tile_oh rows × tile_ow
 // columns, vectorized over a block's output channels, and a fused epilogue runs on the tile: for every input channel one
@@ -32,15 +33,16 @@ struct Blocks {
   int64_t ic, oc;
 };
 
+/// ic 0: NCHW data (not blocked) with an OIHW{oc}o kernel, a network's first layer.
 Blocks blocks(const records::Workload& w) {
-  return {tmpl::int_attr(w, "ic_block", kBlock, 1), tmpl::int_attr(w, "oc_block", kBlock, 1)};
+  return {tmpl::int_attr(w, "ic_block", kBlock, 0), tmpl::int_attr(w, "oc_block", kBlock, 1)};
 }
 
 void check(const records::Workload& w) {
   tmpl::check_conv(w, {"ic_block", "oc_block"});
   tmpl::ConvDims d = tmpl::conv_dims(w);
   Blocks b = blocks(w);
-  LOOM_CHECK(d.C % b.ic == 0 && d.K % b.oc == 0,
+  LOOM_CHECK((b.ic == 0 || d.C % b.ic == 0) && d.K % b.oc == 0,
              "{}: input channels C={} and output channels K={} must be multiples of the blocks ic_block={} and "
              "oc_block={} (use conv2d_nchw otherwise)",
              w.op, d.C, d.K, b.ic, b.oc);
@@ -49,8 +51,10 @@ void check(const records::Workload& w) {
 std::vector<Tensor> compute(const records::Workload& w) {
   tmpl::ConvDims d = tmpl::conv_dims(w);
   Blocks b = blocks(w);
-  Tensor data = te::placeholder({d.N, d.C / b.ic, d.H, d.W, b.ic}, DataType::Float(32), "data");
-  Tensor kernel = te::placeholder({d.K / b.oc, d.C / b.ic, d.R, d.S, b.ic, b.oc}, DataType::Float(32), "kernel");
+  Tensor data = b.ic ? te::placeholder({d.N, d.C / b.ic, d.H, d.W, b.ic}, DataType::Float(32), "data")
+                     : te::placeholder({d.N, d.C, d.H, d.W}, DataType::Float(32), "data");
+  Tensor kernel = b.ic ? te::placeholder({d.K / b.oc, d.C / b.ic, d.R, d.S, b.ic, b.oc}, DataType::Float(32), "kernel")
+                       : te::placeholder({d.K / b.oc, d.C, d.R, d.S, b.oc}, DataType::Float(32), "kernel");
   return {data, kernel, te::ops::conv2d_nchwc(data, kernel, {d.stride, d.stride}, {d.pad, d.pad}, {1, 1})};
 }
 
@@ -88,9 +92,13 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const Tensor& out, const Te
 
   acc.compute_at(so, owp[0]);
   std::vector<te::IterVar> red{acc.reduce_axis(0), acc.reduce_axis(1), acc.reduce_axis(2)};
-  te::IterVar rci = acc.reduce_axis(3);
+  // Unblocked (NCHW) data has no channel block: the innermost of the ordered reduction loops
+  // takes its place.
+  const bool blocked = acc->op->reduce_axis.size() == 4;
+  te::IterVar rci = blocked ? acc.reduce_axis(3) : red[order[2]];
   std::vector<te::IterVar> acc_order{acc.axis(0)};
-  for (int64_t i : order) acc_order.push_back(red[i]);
+  for (int64_t i : order)
+    if (blocked || red[i] != rci) acc_order.push_back(red[i]);
   // Channel blocks innermost: one broadcast input value feeds tile_oc multiply-adds at once
   // and is dead after them, so only the accumulators and tile_oc kernel vectors stay live.
   acc_order.insert(acc_order.end(), {rci, acc.axis(2), acc.axis(3), acc.axis(1), acc.axis(4)});
@@ -110,7 +118,7 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const Tensor& out, const Te
 Template conv2d_nchwc_template() {
   Template t;
   t.name = "conv2d_nchwc";
-  t.shape_doc = "N,C,H,W,K,R,S (attrs stride, pad, ic_block and oc_block (16) dividing C and K)";
+  t.shape_doc = "N,C,H,W,K,R,S (attrs stride, pad, ic_block and oc_block (16) dividing C and K; ic_block 0: NCHW data)";
   t.doc = "2-D convolution on channel-blocked arrays: data NCHW{ic}c, kernel OIHW{ic}i{oc}o, out NCHW{oc}c, float32";
   t.check = check;
   t.flop = [](const records::Workload& w) { return tmpl::conv_dims(w).flop(); };
@@ -126,7 +134,10 @@ Template conv2d_nchwc_template() {
     p.values["rows_outer"] = {0};
     p.values["pad_inline"] = {0};
     p.labels["unroll_rci"] = "unroll";
-    return tmpl::closest_config(sp, p);
+    // Few channel blocks or narrow rows can make the preferred tile too big for the registers.
+    return tmpl::closest_config(sp, p, [](const ConfigEntity& e) {
+      return e.value("tile_oc").back() * e.value("tile_oh").back() * e.value("tile_ow").back() <= kMaxAccumulators;
+    });
   };
   return t;
 }

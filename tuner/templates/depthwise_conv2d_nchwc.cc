@@ -124,7 +124,9 @@ Template depthwise_conv2d_nchwc_template() {
     p.values["pad_inline"] = {1};
     p.labels["unroll_rx"] = "unroll";
     p.labels["unroll_ry"] = "unroll";
-    return tmpl::closest_config(sp, p);
+    return tmpl::closest_config(sp, p, [](const ConfigEntity& e) {
+      return e.value("tile_oh").back() * e.value("tile_ow").back() <= kMaxAccumulators;
+    });
   };
   return t;
 }

@@ -52,6 +52,10 @@ struct Preferences {
   std::map<std::string, std::string> labels;
 };
 int64_t closest_config(const ConfigSpace& space, const Preferences& prefs);
+/// The closest config for which `valid` holds (the template would instantiate it), summing
+/// the knobs' distances; the unconstrained closest one when it is valid (or none is).
+int64_t closest_config(const ConfigSpace& space, const Preferences& prefs,
+                       const std::function<bool(const ConfigEntity&)>& valid);
 
 /// tile_y candidates: [-1, mid, inner] with mid·inner dividing `extent` and inner at most 16
 /// (in that order), and besides inner 6 with a tail for every power-of-two mid.

@@ -111,6 +111,16 @@ Attrs normalize_attrs(const OpDef& def, const Attrs& attrs, const std::string& w
 /// Output types of `op` applied to `inputs` (checks the input count and the attributes).
 std::vector<TensorType> infer_type(const std::string& op, const std::vector<TensorType>& inputs, const Attrs& attrs);
 
+/// The outputs of `op` applied to `inputs` (te tensors, e.g. a fused group's placeholders or
+/// other operators' outputs): the input count and attributes checked and the attributes
+/// normalized as infer_type does, errors naming the operator.
+std::vector<Tensor> apply_op(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs);
+/// The template that schedules `op` on `inputs` as a fused kernel's anchor on target kind
+/// `target_kind` ("llvm", "cuda"): OpDef::strategy with normalized attributes; nullopt when
+/// the operator has no strategy for the target or this instance has no template.
+std::optional<TemplateCall> select_template(const std::string& op, const std::string& target_kind,
+                                            const std::vector<TensorType>& inputs, const Attrs& attrs);
+
 /// The output types OpDef::infer_type's default derives: `def.compute` built on placeholders
 /// of `inputs` (shape and dtype), and for elementwise and broadcast operators the layout of
 /// an input of the output's shape. For infer_type functions that adjust it.
