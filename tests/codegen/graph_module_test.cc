@@ -31,33 +31,9 @@ using te::Var;
 const DataType f32 = DataType::Float(32);
 constexpr int64_t N = 5, K = 7, M = 6;
 
-const fs::path& work_dir() {
-  static fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / fmt::format("loom-graph-test-{}", getpid());
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+const fs::path& work_dir() { return test::scratch_dir("loom-graph-test"); }
 
-class CleanUp : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    if (!std::getenv("LOOM_KEEP_TEST_FILES")) fs::remove_all(work_dir(), ec);
-  }
-};
-const auto* const clean_up = ::testing::AddGlobalTestEnvironment(new CleanUp);
-
-const std::string& loader() {
-  static std::string exe = [] {
-    std::string path = (work_dir() / "export_loader").string();
-    test::compile_c_program(std::string(LOOM_SOURCE_DIR) + "/tests/codegen/export_loader.c", path);
-    return path;
-  }();
-  return exe;
-}
+const std::string& loader() { return test::export_loader(); }
 
 GraphTensor tensor(const std::string& name, GraphTensorKind kind, std::vector<int64_t> shape, int64_t offset = 0) {
   GraphTensor t;
