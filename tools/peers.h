@@ -30,7 +30,8 @@ struct GraphPeer {
   std::function<void(const std::vector<runtime::NDArray>& inputs, const std::vector<runtime::NDArray>& outputs)> run;
 };
 /// `g` run layer by layer with oneDNN primitives in their own layouts (peers_graph.cc): each
-/// convolution with its bias and the residual add / relu / clip after it as post-ops, pools,
+/// convolution with its bias and the relu / clip / residual add after it as post-ops
+/// (eltwise, and sum into the residual), pools,
 /// inner products, reorders where layouts change. `g` is an unfused NCHW graph (batch norms
 /// folded: optimize at level 2 with fusion off). None, with `why_not`, without oneDNN or for
 /// an operator it has no primitive for.

@@ -1,11 +1,14 @@
 // The oneDNN peer of whole networks (peers.h: graph_peer): the graph run layer by layer with
-// oneDNN primitives in the layouts they choose (format_tag::any: blocked nChw16c/8c),
-// reordering only where a primitive asks for another layout, as a framework built on oneDNN
-// runs a network for inference.
+// oneDNN primitives in the layouts they choose (format_tag::any), reordering only where a
+// primitive asks for another layout, as a framework built on oneDNN runs a network for
+// inference. A residual add fused into a convolution is a sum post-op (the convolution adds
+// into its destination, which holds the residual): oneDNN 2.6 runs a binary-add post-op only
+// in its slow gemm convolution.
 #include <fmt/format.h>
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -131,11 +134,12 @@ class Network {
     const auto& out_shape = n.outputs[0].shape;
     bool has_bias = n.inputs.size() > 2;
 
-    // The post-op chain: follow single readers while they are add (of another value) / relu / clip.
+    // The post-op chain: follow single readers while they are relu / clip or an add of
+    // another value of the same shape (a sum post-op: the conv accumulates into a copy of
+    // that value, or into the value itself when nothing else reads it).
     post_ops po;
-    std::vector<std::pair<int, ValueRef>> binary_args;  // post-op index, its src1 value
+    std::optional<ValueRef> residual;
     ValueRef last{i, 0};
-    int index = 0;
     for (;;) {
       if (outputs.count(last) || consumers[size_t(last.node)].size() != 1) break;
       int c = consumers[size_t(last.node)][0];
@@ -148,17 +152,17 @@ class Network {
 #else
         po.append_eltwise(1.f, cn.op == "clip" ? algorithm::eltwise_clip : algorithm::eltwise_relu, lo, hi);
 #endif
-      } else if (cn.op == "add" && cn.inputs.size() == 2 && g_.type(cn.inputs[0]).shape == g_.type(cn.inputs[1]).shape) {
+      } else if (cn.op == "add" && !residual && cn.inputs.size() == 2 &&
+                 g_.type(cn.inputs[0]).shape == g_.type(cn.inputs[1]).shape) {
         ValueRef other = cn.inputs[0] == last ? cn.inputs[1] : cn.inputs[0];
         if (other == last || !mem_.count(other)) break;
-        po.append_binary(algorithm::binary_add, value(other).get_desc());
-        binary_args.push_back({index, other});
+        po.append_sum(1.f);
+        residual = other;
       } else {
         break;
       }
       fused_.insert(c);
       last = {c, 0};
-      ++index;
     }
     primitive_attr attr;
     attr.set_post_ops(po);
@@ -183,13 +187,23 @@ class Network {
     memory weights(pd.weights_desc(), eng_);
     reorder(weights_plain, weights).execute(strm_, weights_plain, weights);
     strm_.wait();
-    memory dst(pd.dst_desc(), eng_);
-    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, as(n.inputs[0], pd.src_desc())},
-                                            {DNNL_ARG_WEIGHTS, weights},
-                                            {DNNL_ARG_DST, dst}};
+    memory src = as(n.inputs[0], pd.src_desc());
+    memory dst;
+    if (residual) {
+      memory r = value(*residual);
+      bool sole_reader = consumers[size_t(residual->node)].size() == 1 && !outputs.count(*residual) &&
+                         !g_.node(*residual).is_constant() && !g_.node(*residual).is_input();
+      if (sole_reader && r.get_desc() == pd.dst_desc()) {
+        dst = r;
+      } else {
+        dst = memory(pd.dst_desc(), eng_);
+        add_reorder(r, dst);
+      }
+    } else {
+      dst = memory(pd.dst_desc(), eng_);
+    }
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
     if (has_bias) args[DNNL_ARG_BIAS] = value(n.inputs[2]);
-    for (const auto& [k, other] : binary_args)
-      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(k) | DNNL_ARG_SRC_1] = value(other);
     steps_.push_back({convolution_forward(pd), args});
     mem_[last] = dst;
   }

@@ -37,38 +37,9 @@ using runtime::NDArray;
 
 const DataType f32 = DataType::Float(32);
 
-const fs::path& work_dir();
+const fs::path& work_dir() { return test::scratch_dir("loom-export-test"); }
 
-/// Removes the scratch directory unless LOOM_KEEP_TEST_FILES is set.
-class CleanUp : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    if (!std::getenv("LOOM_KEEP_TEST_FILES")) fs::remove_all(work_dir(), ec);
-  }
-};
-const auto* const clean_up = ::testing::AddGlobalTestEnvironment(new CleanUp);
-
-/// One scratch directory for the whole test binary.
-const fs::path& work_dir() {
-  static fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / fmt::format("loom-export-test-{}", getpid());
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-/// tests/codegen/export_loader.c, compiled once with the system C compiler.
-const std::string& loader() {
-  static std::string exe = [] {
-    std::string path = (work_dir() / "export_loader").string();
-    compile_c_program(std::string(LOOM_SOURCE_DIR) + "/tests/codegen/export_loader.c", path);
-    return path;
-  }();
-  return exe;
-}
+const std::string& loader() { return test::export_loader(); }
 
 // ------------------------------------------------------------------ helpers
 

@@ -5,7 +5,9 @@
 
 #include <cstring>
 #include <filesystem>
+#include <atomic>
 #include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "common/process_util.h"
@@ -29,33 +31,9 @@ using te::Var;
 const DataType f32 = DataType::Float(32);
 constexpr int64_t N = 5, K = 7, M = 6;
 
-const fs::path& work_dir() {
-  static fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / fmt::format("loom-graph-test-{}", getpid());
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+const fs::path& work_dir() { return test::scratch_dir("loom-graph-test"); }
 
-class CleanUp : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    if (!std::getenv("LOOM_KEEP_TEST_FILES")) fs::remove_all(work_dir(), ec);
-  }
-};
-const auto* const clean_up = ::testing::AddGlobalTestEnvironment(new CleanUp);
-
-const std::string& loader() {
-  static std::string exe = [] {
-    std::string path = (work_dir() / "export_loader").string();
-    test::compile_c_program(std::string(LOOM_SOURCE_DIR) + "/tests/codegen/export_loader.c", path);
-    return path;
-  }();
-  return exe;
-}
+const std::string& loader() { return test::export_loader(); }
 
 GraphTensor tensor(const std::string& name, GraphTensorKind kind, std::vector<int64_t> shape, int64_t offset = 0) {
   GraphTensor t;
@@ -464,6 +442,28 @@ TEST(GraphExport, CAbiErrors) {
     for (size_t i = 0; i < o.nbytes(); ++i) ASSERT_EQ(static_cast<unsigned char*>(o.raw_data())[i], 0x5a);
   EXPECT_EQ(run(args[0], args[1], args[2], args[3], args[4], args[5]), 0) << last_error();
   dlclose(h);
+}
+
+/// Two threads running the loaded library at once (one of them on a fallback arena), each
+/// checking its own results against the in-process module's.
+TEST(GraphExport, ConcurrentRunsOfTheLibrary) {
+  Chain chain;
+  Module jit = build_chain(chain);
+  Module back = Module::load(chain_library());
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        Call a(uint64_t(1000 * t + i)), b(uint64_t(1000 * t + i));
+        jit.get_function("run").call(a.args());
+        back.get_function("run").call(b.args());
+        for (size_t j = 0; j < a.outs.size(); ++j) mismatches += !same_bytes(a.outs[j], b.outs[j]);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(GraphExport, LargeConstantsAreEmbedded) {

@@ -27,24 +27,7 @@ using runtime::NDArray;
 
 const DataType f32 = DataType::Float(32);
 
-const fs::path& work_dir() {
-  static fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / fmt::format("loom-compile-test-{}", getpid());
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-class CleanUp : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    if (!std::getenv("LOOM_KEEP_TEST_FILES")) fs::remove_all(work_dir(), ec);
-  }
-};
-const auto* const clean_up = ::testing::AddGlobalTestEnvironment(new CleanUp);
+const fs::path& work_dir() { return test::scratch_dir("loom-compile-test"); }
 
 /// Output arrays for `g`'s outputs, filled with a marker.
 std::vector<NDArray> output_arrays(const Graph& g) {
@@ -132,8 +115,7 @@ TEST(Compile, ExportedLibraryMatchesInProcess) {
   EXPECT_TRUE(same_bytes(run(Module::load(path), g, inputs), in_process));
 
   // In a fresh process that knows nothing of loom.
-  std::string loader = (work_dir() / "export_loader").string();
-  test::compile_c_program(std::string(LOOM_SOURCE_DIR) + "/tests/codegen/export_loader.c", loader);
+  const std::string& loader = test::export_loader();
   std::vector<NDArray> all = inputs;
   std::vector<NDArray> outs = output_arrays(g);
   all.insert(all.end(), outs.begin(), outs.end());
