@@ -9,6 +9,11 @@ to a file. All graph optimizations are on (ORT_ENABLE_ALL), --threads sets the i
 thread count (inter-op: 1, sequential execution).
 
     ort_run.py model.onnx --inputs x.npy [--out DIR] [--threads 1] [--warmup 5] [--repeat 50] [--json F]
+
+With --serve it stays up for a benchmark that alternates ONNX Runtime with another runtime
+(bench/e2e): after writing the outputs and running --warmup times it prints "ready", then for
+each line "N" read from stdin runs the model N times and prints one line of the N latencies in
+ms; it exits at the end of stdin.
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=0, help="timed runs after the warm-up (default 0: run once)")
     ap.add_argument("--json", help="write the latency figures to this file")
+    ap.add_argument("--serve", action="store_true", help="time blocks of runs on request (see above)")
     args = ap.parse_args()
 
     sess = session(args.model, args.threads)
@@ -63,6 +69,19 @@ def main() -> int:
     for k, (info, o) in enumerate(zip(sess.get_outputs(), outputs)):
         print(f"output {k} '{info.name}': {o.dtype}{list(o.shape)} mean {float(np.mean(o)):.4g} "
               f"std {float(np.std(o)):.4g} max|x| {float(np.max(np.abs(o))):.4g}")
+    if args.serve:
+        for _ in range(args.warmup):
+            sess.run(None, feeds)
+        print("ready", flush=True)
+        for line in sys.stdin:
+            n = int(line)
+            times = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                sess.run(None, feeds)
+                times.append((time.perf_counter() - t0) * 1e3)
+            print(" ".join(f"{t:.6f}" for t in times), flush=True)
+        return 0
     if args.repeat > 0:
         for _ in range(args.warmup):
             sess.run(None, feeds)

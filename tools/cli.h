@@ -142,6 +142,9 @@ Command build_command();
 Command bench_command();
 Command show_command();
 Command records_command();
+Command run_model_command();  // `loom run`
+Command compile_command();
 Command import_command();
+Command tune_model_command();
 
 }  // namespace loom::cli

@@ -4,27 +4,18 @@
 #include <iostream>
 
 #include "cli.h"
+#include "model_file.h"
 #include "loom/graph_opt/onnx.h"
 #include "loom/graph_opt/serialize.h"
 
 namespace loom::cli {
 namespace {
 
-/// "data=1,3,224,224" -> {"data", {1,3,224,224}}.
-std::pair<std::string, std::vector<int64_t>> parse_input_shape(const Args& a, const std::string& text) {
-  size_t eq = text.rfind('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    a.usage_error("--input-shape wants NAME=D0,D1,… (e.g. data=1,3,224,224), got '{}'", text);
-  return {text.substr(0, eq), parse_int_list("--input-shape", text.substr(eq + 1))};
-}
-
 int run(const Args& a) {
   if (a.positional().size() != 1) a.usage_error("give one model file (MODEL.onnx), got {}", a.positional().size());
   const std::string model = a.positional()[0];
   require_file("MODEL.onnx", model);
-  graph_opt::OnnxImportOptions opt;
-  for (const std::string& s : a.all("--input-shape")) opt.input_shapes.insert(parse_input_shape(a, s));
-  graph_opt::Graph g = graph_opt::import_onnx(model, opt);
+  graph_opt::Graph g = import_onnx_model(a, model);
   if (a.has("--print")) std::cout << g;
   if (a.has("--output")) {
     graph_opt::SaveOptions so;
@@ -54,7 +45,7 @@ Command import_command() {
       "what is supported.";
   c.options = {{"--output", "FILE.json", "write the graph as JSON (large constants in a .weights file next to it)", false, "-o"},
                {"--print", "", "print the imported graph"},
-               {"--input-shape", "NAME=DIMS", "static shape of an input with dynamic dims, e.g. data=1,3,224,224", true}};
+               input_shape_option()};
   c.run = run;
   return c;
 }

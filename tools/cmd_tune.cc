@@ -1,36 +1,18 @@
 // `loom tune`: searches an operator's config space, appending every trial to a log.
-#include <cstdlib>
 #include <iostream>
 
 #include "cli.h"
+#include "mpi_job.h"
 #include "loom/loom.h"
 #include "loom/tuner/features.h"
 #include "loom/tuner/tuner.h"
-#ifdef LOOM_CLI_HAVE_MPI
-#include "loom/tuner/distributed.h"
-#endif
 
 namespace loom::cli {
 namespace {
 
 int run(const Args& a) {
-#ifdef LOOM_CLI_HAVE_MPI
-  // Under mpirun with several ranks: rank 0 searches and logs, the others serve it.
-  std::unique_ptr<tuner::distributed::Cluster> cluster;
-  if (tuner::distributed::launched_by_mpi() && tuner::distributed::launcher_world_size() != 1) {
-    tuner::distributed::ClusterOptions co;
-    co.progress = a.has("--quiet") ? nullptr : &std::cerr;
-    cluster = std::make_unique<tuner::distributed::Cluster>(nullptr, nullptr, co);
-    if (cluster->rank() != 0) {
-      cluster->serve();
-      return 0;
-    }
-  }
-#else
-  if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE"); n && std::atoi(n) > 1)
-    std::cerr << fmt::format("loom: warning: started by mpirun with {} ranks, but this loom was built without MPI "
-                             "(LOOM_WITH_MPI off): every rank tunes on its own\n", n);
-#endif
+  MpiJob job(a.has("--quiet"));  // under mpirun: rank 0 goes on, the other ranks have served it
+  if (job.served()) return 0;
   tuner::Task task = task_from(a);
   tuner::TuneOptions opt;
   opt.log_file = a.required("--log");
@@ -67,12 +49,7 @@ int run(const Args& a) {
   } else {
     t = tuner::make_tuner(name, task);
   }
-#ifdef LOOM_CLI_HAVE_MPI
-  if (cluster && cluster->size() > 1) {
-    cluster->announce(task.target());
-    opt.service = cluster->service();
-  }
-#endif
+  opt.service = job.service(task.target());
   tuner::TuneSummary s = t->tune(opt);
 
   std::string errors;

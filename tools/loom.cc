@@ -14,19 +14,24 @@ using loom::cli::Command;
 
 std::vector<Command> commands() {
   using namespace loom::cli;
-  return {tune_command(), build_command(), bench_command(), show_command(),
-          records_command(), ops_command(), lower_command(), import_command()};
+  return {tune_command(),    build_command(),     bench_command(),   show_command(),
+          compile_command(), tune_model_command(), run_model_command(), records_command(),
+          ops_command(),     lower_command(),      import_command()};
 }
 
 void print_usage(std::ostream& os, const std::vector<Command>& cmds) {
   os << "loom: a schedule-based tensor operator compiler\n\n"
         "usage: loom <command> [options]\n\ncommands:\n";
-  for (const Command& c : cmds) os << fmt::format("  {:<9} {}\n", c.name, c.synopsis);
-  os << "  help      this text; `loom help CMD` is `loom CMD --help`\n\n"
+  for (const Command& c : cmds) os << fmt::format("  {:<10} {}\n", c.name, c.synopsis);
+  os << "  help       this text; `loom help CMD` is `loom CMD --help`\n\n"
         "A typical session:\n"
         "  loom tune  --op matmul --shape 1024,1024,1024 --trials 200 --log matmul.jsonl\n"
         "  loom build --op matmul --shape 1024,1024,1024 --log matmul.jsonl -o libmatmul.so\n"
-        "  loom bench --op matmul --shape 1024,1024,1024 --log matmul.jsonl --so libmatmul.so\n\n"
+        "  loom bench --op matmul --shape 1024,1024,1024 --log matmul.jsonl --so libmatmul.so\n"
+        "and for a network:\n"
+        "  loom tune-model resnet18.onnx --trials-per-task 64 --log resnet18.jsonl\n"
+        "  loom compile resnet18.onnx --log resnet18.jsonl -o resnet18.so\n"
+        "  loom run resnet18.so --input image.npy --repeat 50\n\n"
         "Run `loom <command> --help` for the options of one command.\n";
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/graph_opt/graph.h"
 #include "loom/records/record.h"
 #include "loom/runtime/ndarray.h"
 
@@ -30,6 +31,20 @@ struct Peer {
 /// The peer for `w` in this build, or none; `why_not` then says why ("no peer for softmax",
 /// "built without oneDNN").
 std::optional<Peer> find_peer(const records::Workload& w, std::string* why_not);
+/// A peer of a whole network: `run` reads the graph's inputs and writes its outputs (plain
+/// row-major arrays, in the graph's order).
+struct GraphPeer {
+  std::string name;  // "oneDNN 2.6, 64 primitives layer by layer (…)"
+  std::function<void(const std::vector<runtime::NDArray>& inputs, const std::vector<runtime::NDArray>& outputs)> run;
+};
+/// `g` run layer by layer with oneDNN primitives in their own layouts (peers_graph.cc): each
+/// convolution with its bias and the relu / clip / residual add after it as post-ops
+/// (eltwise, and sum into the residual), pools,
+/// inner products, reorders where layouts change. `g` is an unfused NCHW graph (batch norms
+/// folded: optimize at level 2 with fusion off). None, with `why_not`, without oneDNN or for
+/// an operator it has no primitive for.
+std::optional<GraphPeer> graph_peer(const graph_opt::Graph& g, std::string* why_not);
+
 /// Sets the peer libraries' thread counts (OpenBLAS, and oneDNN's OpenMP).
 void set_peer_threads(int n);
 

@@ -196,7 +196,10 @@ class Worker {
       return ref_;
     }
     try {
-      Instance d = task_.instantiate_default();
+      // The template's computation, unscheduled: evaluated directly, or built with the
+      // default config (or the reference schedule if the template rejects its own default),
+      // so that one bad config does not fail every other config's check.
+      Instance d{schedule::Schedule(), task_.tmpl().compute(task_.workload())};
       if (task_.flop() <= opt_.evaluate_flop_limit) {
         std::map<te::Tensor, runtime::NDArray> in;
         std::vector<te::Tensor> outs;
@@ -206,6 +209,11 @@ class Worker {
         }
         ref_ = te::evaluate(outs, in);
       } else {
+        try {
+          d = task_.instantiate_default();
+        } catch (const InstantiationError&) {
+          d.schedule = reference_cpu_schedule(outputs_of(d.args));
+        }
         runtime::Module m = codegen::build(d.schedule, d.args, task_.target(), "reference");
         std::vector<runtime::NDArray> arrays = make_arrays(d.args);
         m.get_function("reference").call(dl(arrays));

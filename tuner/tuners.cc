@@ -80,42 +80,60 @@ Tuner::~Tuner() = default;
 void Tuner::reset(const TuneOptions&) {}
 void Tuner::update(const std::vector<int64_t>&, const std::vector<records::MeasureResult>&) {}
 
-TuneSummary Tuner::tune(const TuneOptions& opt) {
+/// One tuning run's state between begin() and finish().
+struct Tuner::Session {
+  TuneOptions opt;
+  int batch_size = 1;
+  Clock::time_point start;
+  TuneSummary sum;
+  records::Workload workload;
+  std::string target;
+  // Every record of this task, resumed or new: the best config is the one with the lowest
+  // median (records::median_cost), as `loom build` will choose it from the log.
+  records::ApplyHistoryBest hist;
+  std::unique_ptr<records::LogWriter> writer;
+  std::unique_ptr<Measurer> measurer;
+  int64_t planned = 0;  // trials the progress line counts towards
+  bool live = false;    // progress rewrites one terminal line
+  int last_improvement = 0;
+  bool done = false;    // the space is exhausted or early stopping ended the search
+
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+  double best_cost() const {
+    std::optional<records::Record> b = hist.best(workload, target);
+    return b ? b->result.mean_cost() : INFINITY;
+  }
+  void refresh_best() {
+    sum.best = hist.best(workload, target);
+    sum.best_measurements.clear();
+    if (sum.best) sum.best_measurements = hist.measurements(workload, target, sum.best->config.index);
+  }
+};
+
+void Tuner::begin(const TuneOptions& opt) {
   LOOM_CHECK(opt.batch_size >= 0, "TuneOptions: batch_size must not be negative, got {}", opt.batch_size);
-  const int batch_size = opt.batch_size > 0 ? opt.batch_size
-                         : opt.service     ? std::max(1, opt.service->parallelism(opt.measure))
-                                           : measure_workers(opt.measure);
   LOOM_CHECK(opt.n_trial >= 0, "TuneOptions: n_trial must not be negative, got {}", opt.n_trial);
   LOOM_CHECK(opt.confirm_top >= 0, "TuneOptions: confirm_top must not be negative, got {}", opt.confirm_top);
-  const auto t_start = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
+  session_ = std::make_unique<Session>();
+  Session& s = *session_;
+  s.opt = opt;
+  s.batch_size = opt.batch_size > 0 ? opt.batch_size
+                 : opt.service     ? std::max(1, opt.service->parallelism(opt.measure))
+                                   : measure_workers(opt.measure);
+  s.start = Clock::now();
+  s.workload = task_.workload();
+  s.target = task_.target().str();
   rng_.seed(opt.seed);
   measured_.clear();
   history_.clear();
   reset(opt);
-
-  TuneSummary sum;
-  const records::Workload workload = task_.workload();
-  const std::string target = task_.target().str();
-  // Every record of this task, resumed or new: the best config is the one with the lowest
-  // median (records::median_cost), as `loom build` will choose it from the log.
-  records::ApplyHistoryBest hist;
-  auto best_cost = [&] {
-    std::optional<records::Record> b = hist.best(workload, target);
-    return b ? b->result.mean_cost() : INFINITY;
-  };
-  auto finish_summary = [&] {
-    sum.best = hist.best(workload, target);
-    sum.best_measurements.clear();
-    if (sum.best) sum.best_measurements = hist.measurements(workload, target, sum.best->config.index);
-  };
 
   if (opt.resume && !opt.log_file.empty() && std::filesystem::exists(opt.log_file)) {
     records::LogContents log = records::read_log(opt.log_file, opt.progress);
     std::vector<int64_t> idx;
     std::vector<records::MeasureResult> res;
     for (records::Record& r : log.records) {
-      if (r.workload.key() != task_.key() || r.target != target) continue;
+      if (r.workload.key() != task_.key() || r.target != s.target) continue;
       int64_t index;
       try {
         index = task_.space().from_record(r.config).index();
@@ -123,57 +141,66 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
         continue;
       }
       r.config.index = index;
-      hist.add(r);
+      s.hist.add(r);
       if (!measured_.insert(index).second) continue;
       history_.emplace_back(index, r.valid() ? r.result.mean_cost() : INFINITY);
       idx.push_back(index);
       res.push_back(r.result);
     }
-    sum.resumed = int(idx.size());
+    s.sum.resumed = int(idx.size());
     if (!idx.empty()) update(idx, res);
     if (opt.progress)
-      *opt.progress << fmt::format("[{}] {}: resumed {} trials from {}\n", name(), task_.key(), sum.resumed,
+      *opt.progress << fmt::format("[{}] {}: resumed {} trials from {}\n", name(), task_.key(), s.sum.resumed,
                                    opt.log_file);
   }
-  finish_summary();
-
-  std::unique_ptr<records::LogWriter> writer;
-  if (!opt.log_file.empty()) writer = std::make_unique<records::LogWriter>(opt.log_file);
-  std::unique_ptr<Measurer> measurer;
-  auto measure = [&](const std::vector<int64_t>& batch) {
-    if (opt.measure_fn) {
-      std::vector<records::MeasureResult> results = opt.measure_fn(batch);
-      LOOM_CHECK(results.size() == batch.size(), "TuneOptions::measure_fn returned {} results for {} configs",
-                 results.size(), batch.size());
-      return results;
-    }
-    if (opt.service) {
-      std::vector<records::MeasureResult> results = opt.service->measure(task_, opt.measure, batch);
-      LOOM_CHECK(results.size() == batch.size(), "TuneOptions::service returned {} results for {} configs",
-                 results.size(), batch.size());
-      return results;
-    }
-    if (!measurer) measurer = std::make_unique<Measurer>(task_, opt.measure);
-    return measurer->measure(batch);
-  };
+  s.refresh_best();
+  if (!opt.log_file.empty()) s.writer = std::make_unique<records::LogWriter>(opt.log_file);
   // n_trial counts new trials; a resumed run may have fewer configs left than that.
-  const int64_t planned = std::min<int64_t>(opt.n_trial, space_size() - int64_t(measured_.size()));
-  const bool live = opt.progress && stream_is_terminal(opt.progress);
+  s.planned = std::min<int64_t>(opt.n_trial, space_size() - int64_t(measured_.size()));
+  s.live = opt.progress && stream_is_terminal(opt.progress);
+}
+
+std::vector<records::MeasureResult> Tuner::measure(const std::vector<int64_t>& batch) {
+  Session& s = *session_;
+  if (s.opt.measure_fn) {
+    std::vector<records::MeasureResult> results = s.opt.measure_fn(batch);
+    LOOM_CHECK(results.size() == batch.size(), "TuneOptions::measure_fn returned {} results for {} configs",
+               results.size(), batch.size());
+    return results;
+  }
+  if (s.opt.service) {
+    std::vector<records::MeasureResult> results = s.opt.service->measure(task_, s.opt.measure, batch);
+    LOOM_CHECK(results.size() == batch.size(), "TuneOptions::service returned {} results for {} configs",
+               results.size(), batch.size());
+    return results;
+  }
+  if (!s.measurer) s.measurer = std::make_unique<Measurer>(task_, s.opt.measure);
+  return s.measurer->measure(batch);
+}
+
+int Tuner::step(int n_trial) {
+  LOOM_CHECK(session_ != nullptr, "Tuner::step: no tuning run begun (call begin first)");
+  LOOM_CHECK(n_trial >= 0, "Tuner::step: the number of trials must not be negative, got {}", n_trial);
+  Session& s = *session_;
+  const TuneOptions& opt = s.opt;
   auto report = [&]() {
     if (!opt.progress) return;
-    double t = elapsed();
-    double eta = sum.trials > 0 ? t / sum.trials * double(planned - sum.trials) : NAN;
+    double t = s.elapsed();
+    double eta = s.sum.trials > 0 ? t / s.sum.trials * double(s.planned - s.sum.trials) : NAN;
     std::string line = fmt::format("[{}] {}: {}/{} trials, best {:.2f} GFLOP/s, {} errors, {} elapsed, ETA {}",
-                                   name(), task_.key(), sum.trials, planned, sum.best_gflops(), sum.errors,
+                                   name(), task_.key(), s.sum.trials, s.planned, s.sum.best_gflops(), s.sum.errors,
                                    format_seconds(t), format_seconds(eta));
-    if (live) *opt.progress << '\r' << line << "\x1b[K" << std::flush;
+    if (s.live) *opt.progress << '\r' << line << "\x1b[K" << std::flush;
     else *opt.progress << line << '\n';
   };
 
-  int last_improvement = 0;
-  while (sum.trials < opt.n_trial) {
-    if (opt.early_stopping >= 0 && sum.trials - last_improvement >= opt.early_stopping) break;
-    int n = std::min(batch_size, opt.n_trial - sum.trials);
+  int measured = 0;
+  while (measured < n_trial && !s.done) {
+    if (opt.early_stopping >= 0 && s.sum.trials - s.last_improvement >= opt.early_stopping) {
+      s.done = true;
+      break;
+    }
+    int n = std::min(s.batch_size, n_trial - measured);
     std::vector<int64_t> proposed, batch;
     if (opt.include_default && !is_measured(task_.default_index())) proposed.push_back(task_.default_index());
     std::vector<int64_t> more = next_batch(n - int(proposed.size()));
@@ -183,7 +210,10 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
       if (int(batch.size()) < n && i >= 0 && i < space_size() && !is_measured(i) && seen.insert(i).second)
         batch.push_back(i);
     }
-    if (batch.empty()) break;  // the space is exhausted
+    if (batch.empty()) {  // the space is exhausted
+      s.done = true;
+      break;
+    }
     std::vector<records::MeasureResult> results = measure(batch);
     for (size_t k = 0; k < batch.size(); ++k) {
       measured_.insert(batch[k]);
@@ -191,27 +221,44 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
       bool ok = r.error == records::ErrorCode::kNoError && !r.costs.empty();
       history_.emplace_back(batch[k], ok ? r.mean_cost() : INFINITY);
       records::Record rec = task_.record(batch[k], r, name());
-      if (writer) writer->write(rec);
-      ++sum.trials;
+      if (s.writer) s.writer->write(rec);
+      ++s.sum.trials;
+      ++measured;
       if (!ok) {
-        ++sum.errors;
-        ++sum.errors_by_code[r.error];
+        ++s.sum.errors;
+        ++s.sum.errors_by_code[r.error];
       }
-      const double before = best_cost();
-      hist.add(std::move(rec));
-      if (best_cost() < before) last_improvement = sum.trials;
+      const double before = s.best_cost();
+      s.hist.add(std::move(rec));
+      if (s.best_cost() < before) s.last_improvement = s.sum.trials;
     }
-    finish_summary();
+    s.refresh_best();
     update(batch, results);
     report();
   }
-  if (live && sum.trials > 0) *opt.progress << '\n';
+  if (measured_.size() >= size_t(space_size())) s.done = true;
+  return measured;
+}
+
+const TuneSummary& Tuner::summary() const {
+  LOOM_CHECK(session_ != nullptr, "Tuner::summary: no tuning run begun (call begin first)");
+  return session_->sum;
+}
+
+bool Tuner::done() const { return session_ && session_->done; }
+
+TuneSummary Tuner::finish() {
+  LOOM_CHECK(session_ != nullptr, "Tuner::finish: no tuning run begun (call begin first)");
+  Session& s = *session_;
+  const TuneOptions& opt = s.opt;
+  if (s.live && s.sum.trials > 0) *opt.progress << '\n';
 
   // Confirm: re-measure the fastest configs, interleaved, until each has confirm_measurements
   // records; a config that rose into the top only through a lucky first measurement drops out,
   // and the next ones are confirmed in a further pass.
   for (int pass = 0; pass < 3 && opt.confirm_top > 0; ++pass) {
-    std::vector<int64_t> batch = confirm_batch(hist, workload, target, opt.confirm_top, opt.confirm_measurements);
+    std::vector<int64_t> batch =
+        confirm_batch(s.hist, s.workload, s.target, opt.confirm_top, opt.confirm_measurements);
     if (batch.empty()) break;
     if (opt.progress)
       *opt.progress << fmt::format("[{}] {}: confirming {} of the {} fastest configs: {} more measurements\n",
@@ -220,14 +267,15 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
     std::vector<records::MeasureResult> results = measure(batch);
     for (size_t k = 0; k < batch.size(); ++k) {
       records::Record rec = task_.record(batch[k], results[k], records::kConfirmTuner);
-      if (writer) writer->write(rec);
-      hist.add(std::move(rec));
-      ++sum.confirmed;
+      if (s.writer) s.writer->write(rec);
+      s.hist.add(std::move(rec));
+      ++s.sum.confirmed;
     }
   }
-  finish_summary();
+  s.refresh_best();
 
-  sum.elapsed_s = elapsed();
+  TuneSummary sum = s.sum;
+  sum.elapsed_s = s.elapsed();
   if (opt.progress) {
     std::string errs;
     for (const auto& [code, count] : sum.errors_by_code) {
@@ -245,7 +293,14 @@ TuneSummary Tuner::tune(const TuneOptions& opt) {
                                  sum.confirmed ? fmt::format(" and {} confirming measurements", sum.confirmed) : "",
                                  format_seconds(sum.elapsed_s), sum.best_gflops(), best);
   }
+  session_.reset();
   return sum;
+}
+
+TuneSummary Tuner::tune(const TuneOptions& opt) {
+  begin(opt);
+  step(opt.n_trial);
+  return finish();
 }
 
 // ---------------------------------------------------------------- random and grid

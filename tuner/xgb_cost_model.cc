@@ -61,20 +61,33 @@ XGBCostModel::XGBCostModel(XGBOptions opt) : opt_(std::move(opt)) {
 XGBCostModel::~XGBCostModel() { free_boosters(); }
 
 void XGBCostModel::fit(const std::vector<std::vector<float>>& xs, const std::vector<double>& costs) {
+  fit(xs, costs, {});
+}
+
+void XGBCostModel::fit(const std::vector<std::vector<float>>& xs, const std::vector<double>& costs,
+                       const std::vector<const TrainingGroup*>& others) {
   LOOM_CHECK(xs.size() == costs.size(), "XGBCostModel::fit: {} feature vectors but {} costs", xs.size(),
              costs.size());
-  std::vector<float> ys = normalized_throughput(costs);
-  bool any_valid = std::any_of(ys.begin(), ys.end(), [](float y) { return y > 0; });
-  if (!any_valid && hist_x_.empty()) return;  // nothing to learn from yet
-
   std::vector<std::vector<float>> all_x = hist_x_;
   std::vector<float> all_y = hist_y_;
   std::vector<unsigned> groups = hist_groups_;
-  if (!xs.empty()) {
-    all_x.insert(all_x.end(), xs.begin(), xs.end());
+  // A group adds something to learn when one of its trials succeeded; this task's rows are
+  // kept even when none did (their zero targets still teach a regression model).
+  auto add_group = [&](const std::vector<std::vector<float>>& gx, const std::vector<double>& gc, bool always) {
+    LOOM_CHECK(gx.size() == gc.size(), "XGBCostModel::fit: a group of {} feature vectors but {} costs", gx.size(),
+               gc.size());
+    std::vector<float> ys = normalized_throughput(gc);
+    const bool valid = std::any_of(ys.begin(), ys.end(), [](float y) { return y > 0; });
+    if (gx.empty() || (!valid && !always)) return false;
+    all_x.insert(all_x.end(), gx.begin(), gx.end());
     all_y.insert(all_y.end(), ys.begin(), ys.end());
-    groups.push_back(unsigned(xs.size()));
-  }
+    groups.push_back(unsigned(gx.size()));
+    return valid;
+  };
+  bool learned = !hist_x_.empty();
+  for (const TrainingGroup* g : others) learned |= g != nullptr && add_group(g->xs, g->costs, false);
+  learned |= add_group(xs, costs, true);
+  if (!learned) return;  // nothing to learn from yet
   train(all_x, all_y, groups);
 }
 

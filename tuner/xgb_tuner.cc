@@ -10,8 +10,30 @@
 
 namespace loom::tuner {
 
+void SharedTrainingSet::publish(const std::string& workload_key, TrainingGroup rows) {
+  groups_[workload_key] = std::move(rows);
+}
+
+std::vector<const TrainingGroup*> SharedTrainingSet::others(const std::string& workload_key) const {
+  std::vector<const TrainingGroup*> out;
+  for (const auto& [key, g] : groups_)
+    if (key != workload_key) out.push_back(&g);
+  return out;
+}
+
+size_t SharedTrainingSet::rows() const {
+  size_t n = 0;
+  for (const auto& [key, g] : groups_) n += g.xs.size();
+  return n;
+}
+
 XGBTuner::XGBTuner(Task task, XGBTunerOptions opt)
-    : Tuner(std::move(task)), xopt_(std::move(opt)), feature_set_(resolve_feature_set(xopt_.features, task_.space().size())) {}
+    : Tuner(std::move(task)),
+      xopt_(std::move(opt)),
+      feature_set_(xopt_.shared ? xopt_.shared->feature_set()
+                                : resolve_feature_set(xopt_.features, task_.space().size())) {
+  LOOM_CHECK(feature_set_ != FeatureSet::kAuto, "SharedTrainingSet: its feature set must not be auto");
+}
 XGBTuner::~XGBTuner() = default;
 
 void XGBTuner::reset(const TuneOptions& opt) {
@@ -27,6 +49,15 @@ void XGBTuner::reset(const TuneOptions& opt) {
     *opt.progress << fmt::format("[{}] {}: cost model on {} features{} ({} configs in the space)\n", name(), task_.key(),
                                  to_string(feature_set_), xopt_.features == FeatureSet::kAuto ? ", chosen by auto" : "",
                                  task_.space().size());
+  if (xopt_.shared && xopt_.shared->workloads() > 0) {
+    std::vector<const TrainingGroup*> others = xopt_.shared->others(task_.key());
+    if (!others.empty()) {
+      model_->fit({}, {}, others);
+      if (opt.progress)
+        *opt.progress << fmt::format("[{}] {}: cost model shared with {} other workload(s) of the template ({} rows)\n",
+                                     name(), task_.key(), others.size(), xopt_.shared->rows());
+    }
+  }
   if (!opt.transfer_from.empty()) {
     // All logs at once, so that a config logged by several runs is learned once.
     std::vector<records::Record> all = records::read_logs(opt.transfer_from, opt.progress);
@@ -87,7 +118,12 @@ void XGBTuner::update(const std::vector<int64_t>&, const std::vector<records::Me
     xs.push_back(f);
     costs.push_back(cost);
   }
-  model_->fit(xs, costs);
+  if (!xopt_.shared) {
+    model_->fit(xs, costs);
+    return;
+  }
+  xopt_.shared->publish(task_.key(), TrainingGroup{xs, costs});
+  model_->fit(xs, costs, xopt_.shared->others(task_.key()));
 }
 
 std::vector<int64_t> XGBTuner::next_batch(int n) {

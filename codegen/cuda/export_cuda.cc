@@ -32,17 +32,6 @@ bool is_c_identifier(const std::string& s) {
   return true;
 }
 
-/// A C string literal for `s`.
-std::string c_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += char(c);
-    else if (c < 32 || c > 126) out += fmt::format("\\{:03o}", c);
-    else out += char(c);
-  }
-  return out + "\"";
-}
-
 /// The target with the architecture the PTX was compiled for ("cuda -arch=sm_80").
 std::string resolved_target(const std::string& target, const std::string& ptx) {
   if (target.find("-arch=") != std::string::npos) return target;
@@ -90,8 +79,8 @@ std::string generated_source(const std::string& ptx, const std::vector<CudaFunct
 
   std::string names;
   for (const auto& f : funcs) names += f.name + "\n";
-  c += fmt::format("LOOM_CU_EXPORT const char* loom_module_info(void) {{ return {}; }}\n", c_string(info_json(funcs, target)));
-  c += fmt::format("LOOM_CU_EXPORT const char* loom_module_function_names(void) {{ return {}; }}\n\n", c_string(names));
+  c += fmt::format("LOOM_CU_EXPORT const char* loom_module_info(void) {{ return {}; }}\n", c_string_literal(info_json(funcs, target)));
+  c += fmt::format("LOOM_CU_EXPORT const char* loom_module_function_names(void) {{ return {}; }}\n\n", c_string_literal(names));
 
   for (const auto& f : funcs) {
     const std::string& n = f.name;
@@ -103,8 +92,8 @@ std::string generated_source(const std::string& ptx, const std::vector<CudaFunct
     c += fmt::format("static const loom_cu_arg loom_t_{}_args[] = {{\n", n);
     for (size_t i = 0; i < f.args.size(); ++i) {
       const auto& a = f.args[i];
-      c += fmt::format("  {{{}, {}, {}, {}, {}, {}, loom_t_{}_shape{}}},\n", c_string(a.name), int(a.dtype.code()),
-                       a.dtype.bits(), a.dtype.lanes(), c_string(a.dtype.str()), a.shape.size(), n, i);
+      c += fmt::format("  {{{}, {}, {}, {}, {}, {}, loom_t_{}_shape{}}},\n", c_string_literal(a.name), int(a.dtype.code()),
+                       a.dtype.bits(), a.dtype.lanes(), c_string_literal(a.dtype.str()), a.shape.size(), n, i);
     }
     c += "  {0}};\n";
     c += fmt::format("static const loom_cu_temp loom_t_{}_temps[] = {{", n);
@@ -128,7 +117,7 @@ std::string generated_source(const std::string& ptx, const std::vector<CudaFunct
       const auto& l = f.launches[k];
       c += fmt::format("  {{{}, {}, loom_t_{}_buffers{}, {}, loom_t_{}_scalars{}, loom_t_{}_scalar_is_64_{}, {{{}u, {}u, {}u}}, "
                        "{{{}u, {}u, {}u}}, 0u}},\n",
-                       c_string(l.kernel), l.buffers.size(), n, k, l.scalars.size(), n, k, n, k, l.grid[0], l.grid[1],
+                       c_string_literal(l.kernel), l.buffers.size(), n, k, l.scalars.size(), n, k, n, k, l.grid[0], l.grid[1],
                        l.grid[2], l.block[0], l.block[1], l.block[2]);
     }
     c += "  {0}};\n";
@@ -136,7 +125,7 @@ std::string generated_source(const std::string& ptx, const std::vector<CudaFunct
     c += fmt::format(
         "static const loom_cu_plan loom_t_{0}_plan = {{{1}, {2}, loom_t_{0}_args, {3}, loom_t_{0}_temps, {4}, "
         "loom_t_{0}_launches, loom_t_{0}_functions}};\n",
-        n, c_string(n), f.args.size(), f.temps.size(), f.launches.size());
+        n, c_string_literal(n), f.args.size(), f.temps.size(), f.launches.size());
     c += fmt::format(
         "LOOM_CU_EXPORT int32_t __loom_packed_{0}(DLTensor** args, int32_t num_args) {{\n"
         "  return loom_cuda_run(&loom_t_{0}_plan, args, num_args);\n}}\n",

@@ -1,5 +1,5 @@
-// export_library: object emission through the module's TargetMachine, the embedded C
-// runtime, linking with the target's C compiler, and the generated C header.
+// export_library: object emission through the module's TargetMachine, the generated C
+// header, and the library linked with the embedded C runtime (toolchain.h).
 #include "export_library.h"
 
 #include <llvm/IR/Constants.h>
@@ -7,196 +7,29 @@
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
-#include <llvm/TargetParser/Triple.h>
 
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <array>
 #include <cctype>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <map>
-#include <mutex>
 #include <set>
-#include <sstream>
 
 #include "jit_module.h"
 #include "loom/runtime/error.h"
-#include "loom_module_runtime_source.h"
 #include "optimize.h"
 #include "target_machine.h"
+#include "toolchain.h"
 
 #ifndef LOOM_VERSION
 #define LOOM_VERSION "unknown"
 #endif
-#ifndef LOOM_C_COMPILER
-#define LOOM_C_COMPILER ""
-#endif
-
-extern char** environ;
 
 namespace loom::codegen {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// ------------------------------------------------------------------ files and processes
-
-void write_file(const fs::path& path, const std::string& bytes, const char* what) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  LOOM_CHECK(out.good(), "{}: cannot open '{}' for writing", what, path.string());
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  out.close();
-  LOOM_CHECK(out.good(), "{}: cannot write '{}'", what, path.string());
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// Renames the linked library `staged` to `out` (as the user named it: `path`); on failure
-/// removes `staged` and throws, saying why (a directory in the way, or the rename's error).
-void move_into_place(const fs::path& staged, const fs::path& out, const std::string& path) {
-  std::error_code ec;
-  std::string why;
-  if (fs::is_directory(out, ec)) why = "it is a directory";
-  else if (fs::rename(staged, out, ec); ec) why = ec.message();
-  if (why.empty()) return;
-  std::error_code ignored;
-  fs::remove(staged, ignored);
-  fail("export_library: cannot move the library to '{}': {}", path, why);
-}
-
-/// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "loom-export-XXXXXX").string();
-    LOOM_CHECK(mkdtemp(tmpl.data()) != nullptr, "export_library: cannot create a temporary directory: {}",
-               std::strerror(errno));
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-/// Runs argv (no shell) and returns its exit status; stdout and stderr go to `output`.
-int run_command(const std::vector<std::string>& argv, const fs::path& log, std::string* output) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int err = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (err != 0) {
-    *output = fmt::format("cannot run '{}': {}", argv[0], std::strerror(err));
-    return -1;
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  *output = read_file(log);
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
-  return out;
-}
-
-std::vector<std::string> split_words(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-/// Full path of an executable: as given if it has a '/', else searched on PATH.
-std::string find_program(const std::string& name) {
-  if (name.empty()) return "";
-  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "/usr/bin:/bin");
-  for (std::string d; std::getline(dirs, d, ':');) {
-    fs::path p = fs::path(d.empty() ? "." : d) / name;
-    if (access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
-
-// ------------------------------------------------------------------ toolchain
-
-/// The C compiler that compiles the runtime and links for `target`; empty with `why` set
-/// when there is none.
-std::vector<std::string> find_c_compiler(const Target& target, std::string* why) {
-  if (const char* env = std::getenv("LOOM_CC"); env && *env) {
-    auto words = split_words(env);
-    if (!find_program(words[0]).empty()) return words;
-    *why = fmt::format("LOOM_CC is '{}', which is not an executable", env);
-    return {};
-  }
-  if (runs_on_host(target)) {
-    for (std::string c : {std::string(LOOM_C_COMPILER), std::string("cc"), std::string("gcc"), std::string("clang")})
-      if (std::string p = find_program(c); !p.empty()) return {p};
-    *why = "export_library: no C compiler to link with (install gcc or set LOOM_CC)";
-    return {};
-  }
-  std::string given = target.get("mtriple");
-  llvm::Triple t(llvm::Triple::normalize(given));
-  std::vector<std::string> names = {given, t.str(),
-                                    fmt::format("{}-{}-{}", t.getArchName().str(), t.getOSName().str(),
-                                                t.getEnvironmentName().str())};
-  for (const auto& n : names)
-    for (const char* suffix : {"-gcc", "-cc"})
-      if (std::string p = find_program(n + suffix); !p.empty()) return {p};
-  std::string short_name = names.back();
-  *why = fmt::format("export_library: no linker for {} (install gcc-{} or set LOOM_CC)", short_name, short_name);
-  return {};
-}
-
-/// The embedded runtime compiled once per process and compiler command.
-std::string runtime_object(const std::vector<std::string>& cc, const TempDir& tmp) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  std::string key = join(cc);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  fs::path src = tmp.path() / "loom_module_runtime.c";
-  fs::path obj = tmp.path() / "loom_module_runtime.o";
-  write_file(src, kModuleRuntimeSource, "export_library");
-  std::vector<std::string> cmd = cc;
-  for (const char* a : {"-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread", "-c"}) cmd.push_back(a);
-  cmd.insert(cmd.end(), {src.string(), "-o", obj.string()});
-  std::string out;
-  int status = run_command(cmd, tmp.path() / "rt.log", &out);
-  LOOM_CHECK(status == 0, "export_library: compiling the embedded runtime failed (status {}): {}\n{}", status,
-             join(cmd), out);
-  return cache[key] = read_file(obj);
-}
 
 // ------------------------------------------------------------------ object contents
 
@@ -241,6 +74,16 @@ fs::path header_path(const std::string& path) {
 }
 
 }  // namespace
+
+std::string c_string_literal(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\' || c == '?') out += '\\', out += char(c);  // '?': no trigraphs under -std=c11
+    else if (c < 32 || c > 126) out += fmt::format("\\{:03o}", c);
+    else out += char(c);
+  }
+  return out + "\"";
+}
 
 std::string c_param_name(const std::string& name, size_t index, std::set<std::string>* used) {
   static const std::set<std::string> reserved = {
@@ -401,13 +244,9 @@ std::string c_header(const LLVMModuleNode& node, const std::string& library_file
 }
 
 void export_library(const LLVMModuleNode& node, const std::string& path, const std::vector<DeviceBlob>& blobs) {
-  LOOM_CHECK(!path.empty(), "export_library: empty path");
+  check_library_path(path);
   fs::path out(path);
-  fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  LOOM_CHECK(fs::is_directory(dir), "export_library: directory '{}' of '{}' does not exist", dir.string(), path);
-  LOOM_CHECK(!fs::is_directory(out), "export_library: cannot write the library to '{}': it is a directory", path);
   std::string object = emit_export_object(node, blobs);
-
   std::string why;
   std::vector<std::string> cc = find_c_compiler(node.target(), &why);
   if (cc.empty()) {
@@ -415,83 +254,25 @@ void export_library(const LLVMModuleNode& node, const std::string& path, const s
     write_file(obj, object, "export_library");
     fail("{}; the object file was written to {}", why, obj.string());
   }
-
-  TempDir tmp;
-  fs::path obj = tmp.path() / "module.o";
-  fs::path rt = tmp.path() / "loom_module_runtime.o";
-  fs::path map = tmp.path() / "exports.map";
-  write_file(obj, object, "export_library");
-  write_file(rt, runtime_object(cc, tmp), "export_library");
-  std::string exports = "{\n  global:\n";
-  for (const auto& f : node.functions()) exports += fmt::format("    {};\n    __loom_packed_{};\n", f.name, f.name);
-  exports += "    loom_get_last_error;\n    __loom_get_last_error;\n    loom_module_info;\n"
-             "    loom_module_function_names;\n";
-  if (!blobs.empty()) exports += "    __loom_device_blobs;\n";
-  exports += "  local: *;\n};\n";
-  write_file(map, exports, "export_library");
-
-  // Link next to the destination, then rename: a process that has the old file mapped keeps
-  // its (unlinked) copy instead of seeing it rewritten under it.
-  fs::path staged = dir / fmt::format(".{}.{}.tmp", out.filename().string(), getpid());
-  std::vector<std::string> cmd = cc;
-  cmd.insert(cmd.end(), {"-shared", "-o", staged.string(), obj.string(), rt.string(),
-                         "-Wl,-Bsymbolic", "-Wl,--version-script=" + map.string(),
-                         "-Wl,-soname," + out.filename().string(), "-Wl,--as-needed", "-Wl,-z,noexecstack",
-                         "-Wl,-z,relro", "-Wl,-z,now", "-static-libgcc", "-pthread", "-lm"});
-  std::string log;
-  int status = run_command(cmd, tmp.path() / "link.log", &log);
-  if (status != 0) {
-    std::error_code ec;
-    fs::remove(staged, ec);
-    fail("export_library: linking {} failed (status {}): {}\n{}", path, status, join(cmd), log);
-  }
-  move_into_place(staged, out, path);
+  std::vector<std::string> exports;
+  for (const auto& f : node.functions()) exports.insert(exports.end(), {f.name, "__loom_packed_" + f.name});
+  exports.insert(exports.end(), {"loom_get_last_error", "__loom_get_last_error", "loom_module_info",
+                                 "loom_module_function_names"});
+  if (!blobs.empty()) exports.push_back("__loom_device_blobs");
+  link_shared_library(cc, {object, runtime_object(cc)}, exports, path);
   write_file(header_path(path), c_header(node, out.filename().string()), "export_library");
 }
 
 void export_c_library(const std::string& c_source, const std::vector<std::string>& exports,
                       const std::string& header, const std::string& path) {
-  LOOM_CHECK(!path.empty(), "export_library: empty path");
-  fs::path out(path);
-  fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  LOOM_CHECK(fs::is_directory(dir), "export_library: directory '{}' of '{}' does not exist", dir.string(), path);
-  LOOM_CHECK(!fs::is_directory(out), "export_library: cannot write the library to '{}': it is a directory", path);
+  check_library_path(path);
   std::string why;
   std::vector<std::string> cc = find_c_compiler(Target("llvm"), &why);
   LOOM_CHECK(!cc.empty(), "{}", why);
-
-  TempDir tmp;
-  fs::path src = tmp.path() / "module.c";
-  fs::path obj = tmp.path() / "module.o";
-  fs::path rt = tmp.path() / "loom_module_runtime.o";
-  fs::path map = tmp.path() / "exports.map";
-  write_file(src, c_source, "export_library");
-  std::vector<std::string> compile = cc;
-  for (const char* a : {"-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread", "-c"}) compile.push_back(a);
-  compile.insert(compile.end(), {src.string(), "-o", obj.string()});
-  std::string log;
-  int status = run_command(compile, tmp.path() / "cc.log", &log);
-  LOOM_CHECK(status == 0, "export_library: compiling the generated C source of {} failed (status {}): {}\n{}", path,
-             status, join(compile), log);
-  write_file(rt, runtime_object(cc, tmp), "export_library");
-  std::string map_text = "{\n  global:\n";
-  for (const auto& e : exports) map_text += fmt::format("    {};\n", e);
-  map_text += "    loom_get_last_error;\n    __loom_get_last_error;\n  local: *;\n};\n";
-  write_file(map, map_text, "export_library");
-
-  fs::path staged = dir / fmt::format(".{}.{}.tmp", out.filename().string(), getpid());
-  std::vector<std::string> cmd = cc;
-  cmd.insert(cmd.end(), {"-shared", "-o", staged.string(), obj.string(), rt.string(), "-Wl,-Bsymbolic",
-                         "-Wl,--version-script=" + map.string(), "-Wl,-soname," + out.filename().string(),
-                         "-Wl,--as-needed", "-Wl,-z,noexecstack", "-Wl,-z,relro", "-Wl,-z,now", "-static-libgcc",
-                         "-pthread", "-lm", "-ldl"});
-  status = run_command(cmd, tmp.path() / "link.log", &log);
-  if (status != 0) {
-    std::error_code ec;
-    fs::remove(staged, ec);
-    fail("export_library: linking {} failed (status {}): {}\n{}", path, status, join(cmd), log);
-  }
-  move_into_place(staged, out, path);
+  std::string object = compile_c_object(cc, c_source, {}, fmt::format("the generated C source of {}", path));
+  std::vector<std::string> all = exports;
+  all.insert(all.end(), {"loom_get_last_error", "__loom_get_last_error"});
+  link_shared_library(cc, {object, runtime_object(cc)}, all, path, {"-ldl"});
   write_file(header_path(path), header, "export_library");
 }
 

@@ -59,6 +59,9 @@ std::string c_header_end(const std::string& library_file);
 /// "DLTensor* a, DLTensor* b" for the given parameter names ("void" for none).
 std::string c_param_list(const std::vector<std::string>& params);
 
+/// A C string literal for `s` (quotes, backslashes and non-printable bytes escaped).
+std::string c_string_literal(const std::string& s);
+
 /// A C identifier for argument `index` named `name` (which may hold dots or be a keyword),
 /// unique among `used`, which it joins.
 std::string c_param_name(const std::string& name, size_t index, std::set<std::string>* used);

@@ -136,6 +136,11 @@ runtime::PackedFunc LLVMModuleNode::get_function(const std::string& name) {
   return runtime::PackedFunc(name, [self, fn](DLTensor** args, int32_t n) { return fn(args, n); });
 }
 
+PackedEntry LLVMModuleNode::entry(const std::string& name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : it->second;
+}
+
 std::vector<std::string> LLVMModuleNode::function_names() const {
   std::vector<std::string> out;
   for (const auto& f : funcs_) out.push_back(f.name);

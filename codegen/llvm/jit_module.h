@@ -48,6 +48,10 @@ class LLVMModuleNode : public runtime::ModuleNode, public std::enable_shared_fro
   std::string source(const std::string& kind) const override;
   std::string info_json() const override;
 
+  /// The JIT-linked packed entry of function `name`; null if it is not linked (no such
+  /// function, or the module cannot run on this host). Valid while this node lives.
+  PackedEntry entry(const std::string& name) const;
+
   /// Links the object file into a fresh JITDylib and resolves every packed entry.
   void link(const std::string& object);
 

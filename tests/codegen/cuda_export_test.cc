@@ -39,24 +39,7 @@ using te::Var;
 #define SKIP_WITHOUT_NVRTC() \
   if (!codegen::nvrtc_available()) GTEST_SKIP() << "NVRTC not available: " << codegen::nvrtc_unavailable_reason()
 
-const fs::path& work_dir() {
-  static fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / fmt::format("loom-cuda-export-test-{}", getpid());
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-class CleanUp : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    if (!std::getenv("LOOM_KEEP_TEST_FILES")) fs::remove_all(work_dir(), ec);
-  }
-};
-const auto* const clean_up = ::testing::AddGlobalTestEnvironment(new CleanUp);
+const fs::path& work_dir() { return test::scratch_dir("loom-cuda-export-test"); }
 
 /// tests/codegen/cuda_export_loader.c, compiled once with the system C compiler.
 const std::string& loader() {

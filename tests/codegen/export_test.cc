@@ -37,38 +37,9 @@ using runtime::NDArray;
 
 const DataType f32 = DataType::Float(32);
 
-const fs::path& work_dir();
+const fs::path& work_dir() { return test::scratch_dir("loom-export-test"); }
 
-/// Removes the scratch directory unless LOOM_KEEP_TEST_FILES is set.
-class CleanUp : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    if (!std::getenv("LOOM_KEEP_TEST_FILES")) fs::remove_all(work_dir(), ec);
-  }
-};
-const auto* const clean_up = ::testing::AddGlobalTestEnvironment(new CleanUp);
-
-/// One scratch directory for the whole test binary.
-const fs::path& work_dir() {
-  static fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / fmt::format("loom-export-test-{}", getpid());
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-/// tests/codegen/export_loader.c, compiled once with the system C compiler.
-const std::string& loader() {
-  static std::string exe = [] {
-    std::string path = (work_dir() / "export_loader").string();
-    compile_c_program(std::string(LOOM_SOURCE_DIR) + "/tests/codegen/export_loader.c", path);
-    return path;
-  }();
-  return exe;
-}
+const std::string& loader() { return test::export_loader(); }
 
 // ------------------------------------------------------------------ helpers
 
@@ -211,19 +182,7 @@ TEST(Export, EveryOpInFreshProcessMatchesJit) {
       arrays.push_back(o);
     }
     // The input file of export_loader, written before the JIT overwrites the outputs.
-    std::string in;
-    auto put = [&](const void* p, size_t n) { in.append(static_cast<const char*>(p), n); };
-    int32_t n = int32_t(arrays.size());
-    put(&n, 4);
-    for (const auto& a : arrays) {
-      DLTensor* t = a.dltensor();
-      int32_t hdr[4] = {t->dtype.code, t->dtype.bits, t->dtype.lanes, t->ndim};
-      put(hdr, sizeof hdr);
-      put(t->shape, sizeof(int64_t) * size_t(t->ndim));
-      int64_t nb = int64_t(a.nbytes());
-      put(&nb, 8);
-      put(a.raw_data(), a.nbytes());
-    }
+    std::string in = test::export_loader_input(arrays);
     fs::path in_path = work_dir() / (names[fi] + ".in"), out_path = work_dir() / (names[fi] + ".out");
     std::ofstream(in_path, std::ios::binary) << in;
 
@@ -235,17 +194,11 @@ TEST(Export, EveryOpInFreshProcessMatchesJit) {
     int st = run({loader(), path, names[fi], in_path.string(), out_path.string()}, {"LD_LIBRARY_PATH="}, &out);
     ASSERT_EQ(st, 0) << out;
     EXPECT_NE(out.find("LD_LIBRARY_PATH=[]"), std::string::npos) << out;
-    std::string got = read_file(out_path);
-    size_t off = 0;
+    std::vector<std::string> got = test::export_loader_output(read_file(out_path), arrays.size());
     for (size_t i = 0; i < arrays.size(); ++i) {
-      int64_t nb = 0;
-      ASSERT_LE(off + 8, got.size());
-      std::memcpy(&nb, got.data() + off, 8);
-      off += 8;
-      ASSERT_EQ(size_t(nb), arrays[i].nbytes());
-      EXPECT_EQ(std::memcmp(got.data() + off, arrays[i].raw_data(), size_t(nb)), 0)
+      ASSERT_EQ(got[i].size(), arrays[i].nbytes());
+      EXPECT_EQ(std::memcmp(got[i].data(), arrays[i].raw_data(), got[i].size()), 0)
           << "argument " << i << " differs from the JIT module's";
-      off += size_t(nb);
     }
   }
 }

@@ -10,6 +10,8 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "loom/runtime/error.h"
@@ -124,6 +126,34 @@ ElfInfo read_elf(const fs::path& p) {
     }
   }
   return info;
+}
+
+const fs::path& scratch_dir(const std::string& prefix) {
+  static std::mutex mu;
+  static std::map<std::string, fs::path>* dirs = new std::map<std::string, fs::path>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = dirs->find(prefix);
+  if (it != dirs->end()) return it->second;
+  fs::path d = fs::temp_directory_path() / (prefix + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  static pid_t owner = getpid();  // a forked child that exits must not remove them
+  if (dirs->empty())
+    std::atexit([] {
+      std::error_code ec;
+      if (getpid() == owner && !std::getenv("LOOM_KEEP_TEST_FILES"))
+        for (const auto& [p, dir] : *dirs) fs::remove_all(dir, ec);
+    });
+  return (*dirs)[prefix] = d;
+}
+
+const std::string& export_loader() {
+  static std::string exe = [] {
+    std::string path = (scratch_dir("loom-test-tools") / "export_loader").string();
+    compile_c_program(std::string(LOOM_SOURCE_DIR) + "/tests/codegen/export_loader.c", path);
+    return path;
+  }();
+  return exe;
 }
 
 }  // namespace loom::test

@@ -26,6 +26,14 @@ std::vector<std::string> host_env();
 /// loom::Error with the compiler's output on failure.
 void compile_c_program(const std::string& source, const std::string& exe);
 
+/// A scratch directory for the whole test binary, `<tmp>/<prefix>-<pid>`, made empty on
+/// first use and removed at exit (kept when LOOM_KEEP_TEST_FILES is set).
+const std::filesystem::path& scratch_dir(const std::string& prefix);
+
+/// tests/codegen/export_loader.c (a loader that knows nothing of loom: it calls one packed
+/// function of a library on arrays read from a file), compiled once per test binary.
+const std::string& export_loader();
+
 /// What a 64-bit ELF file asks of the dynamic loader and offers it.
 struct ElfInfo {
   uint16_t machine = 0;

@@ -1,6 +1,7 @@
 #include "common/test_util.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace loom::test {
 
@@ -72,6 +73,38 @@ std::string compare_with_reference(const schedule::Schedule& s, const std::vecto
   } catch (const std::exception& e) {
     return std::string("exception: ") + e.what();
   }
+}
+
+std::string export_loader_input(const std::vector<runtime::NDArray>& args) {
+  std::string in;
+  auto put = [&](const void* p, size_t n) { in.append(static_cast<const char*>(p), n); };
+  int32_t n = int32_t(args.size());
+  put(&n, 4);
+  for (const auto& a : args) {
+    DLTensor* t = a.dltensor();
+    int32_t hdr[4] = {t->dtype.code, t->dtype.bits, t->dtype.lanes, t->ndim};
+    put(hdr, sizeof hdr);
+    put(t->shape, sizeof(int64_t) * size_t(t->ndim));
+    int64_t nb = int64_t(a.nbytes());
+    put(&nb, 8);
+    put(a.raw_data(), a.nbytes());
+  }
+  return in;
+}
+
+std::vector<std::string> export_loader_output(const std::string& file, size_t count) {
+  std::vector<std::string> out;
+  size_t off = 0;
+  for (size_t i = 0; i < count; ++i) {
+    int64_t nb = 0;
+    LOOM_CHECK(off + 8 <= file.size(), "export_loader output: argument {} is missing", i);
+    std::memcpy(&nb, file.data() + off, 8);
+    off += 8;
+    LOOM_CHECK(nb >= 0 && size_t(nb) <= file.size() - off, "export_loader output: argument {} is truncated", i);
+    out.push_back(file.substr(off, size_t(nb)));
+    off += size_t(nb);
+  }
+  return out;
 }
 
 }  // namespace loom::test

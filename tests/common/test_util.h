@@ -30,6 +30,13 @@ std::string compare_with_reference(const schedule::Schedule& s, const std::vecto
 std::string compare_arrays(const runtime::NDArray& got, const runtime::NDArray& want, Tolerance tol,
                            const std::string& what);
 
+/// The input file of tests/codegen/export_loader.c for a call with `args`: the count, then
+/// each array's dtype, shape and bytes.
+std::string export_loader_input(const std::vector<runtime::NDArray>& args);
+/// export_loader's output file split into each argument's bytes after the call; throws
+/// loom::Error if it does not hold `count` arguments.
+std::vector<std::string> export_loader_output(const std::string& file, size_t count);
+
 }  // namespace loom::test
 
 #define EXPECT_MATCHES_REFERENCE(sched, args) EXPECT_EQ(::loom::test::compare_with_reference((sched), (args)), "")

@@ -12,55 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "common/cli_test_util.h"
+
 namespace loom {
 namespace {
 
 namespace fs = std::filesystem;
+using test::CliTest;
+using test::Result;
+using test::slurp;
 
-const std::string kLoom = LOOM_BINARY_DIR "/tools/loom";
 const std::string kShape = "--op matmul --shape 32,32,32";
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream is(p);
-  std::stringstream ss;
-  ss << is.rdbuf();
-  return ss.str();
-}
-
-/// A scratch directory for one test, removed afterwards.
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(fs::exists(kLoom)) << kLoom << " was not built (target loom_cli)";
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("loom_cli_test_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  /// Runs `loom ARGS` (a shell word list) and returns its exit status and output.
-  Result loom(const std::string& args) {
-    Result r;
-    fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    std::string cmd = kLoom + " " + args + " >" + out.string() + " 2>" + err.string();
-    int status = std::system(cmd.c_str());
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
-};
-
-#define EXPECT_HAS(text, needle) EXPECT_NE((text).find(needle), std::string::npos) << "no '" << (needle) << "' in:\n" << (text)
 
 TEST_F(CliTest, HelpOfEveryCommandNamesItsOptions) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
@@ -77,6 +40,8 @@ TEST_F(CliTest, HelpOfEveryCommandNamesItsOptions) {
       {"records plot", {"-o", "--title"}},
       {"ops", {"--te"}},
       {"lower", {"--op", "--print-after-all", "--vector-report", "gather", "scalarized"}},
+      {"run", {"MODEL.so", "--input", "--output", "--repeat", "--warmup", "--threads", "--seed", "--profile"}},
+      {"compile", {"MODEL.json", "-o", "--log", "--target", "--opt-level", "--disable"}},
   };
   for (const auto& [cmd, options] : cases) {
     SCOPED_TRACE(cmd);
@@ -87,7 +52,7 @@ TEST_F(CliTest, HelpOfEveryCommandNamesItsOptions) {
   }
   Result top = loom("--help");
   EXPECT_EQ(top.rc, 0);
-  for (const char* c : {"tune", "build", "bench", "show", "records", "ops", "lower"}) EXPECT_HAS(top.out, c);
+  for (const char* c : {"tune", "build", "bench", "show", "compile", "run", "records", "ops", "lower"}) EXPECT_HAS(top.out, c);
   EXPECT_EQ(loom("").rc, 2);
   Result unknown = loom("frobnicate");
   EXPECT_EQ(unknown.rc, 2);

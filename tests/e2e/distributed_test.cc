@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "loom/graph_opt/builder.h"
+#include "loom/graph_opt/serialize.h"
 #include "loom/records/record.h"
 
 namespace loom {
@@ -67,13 +69,13 @@ class DistributedTest : public ::testing::Test {
     r.err = slurp(err);
     return r;
   }
-  /// `mpirun -np N loom tune ARGS` on this machine over loopback TCP; `env` is passed to every
-  /// rank (-x NAME=VALUE).
-  Result mpirun(int n, const std::string& args, const std::string& env = "") {
+  /// `mpirun -np N loom COMMAND ARGS` (COMMAND: tune) on this machine over loopback TCP; `env`
+  /// is passed to every rank (-x NAME=VALUE).
+  Result mpirun(int n, const std::string& args, const std::string& env = "", const std::string& command = "tune") {
     std::string cmd = kMpiexec + " --oversubscribe -np " + std::to_string(n) +
                       " --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo";
     if (!env.empty()) cmd += " -x " + env;
-    return shell(cmd + " " + kLoom + " tune " + args);
+    return shell(cmd + " " + kLoom + " " + command + " " + args);
   }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
@@ -179,6 +181,42 @@ TEST_F(DistributedTest, ARankWhoseCpuDiffersSaysSoAndOnlyCompiles) {
   std::vector<int64_t> idx = configs_of(recs);
   EXPECT_EQ(std::set<int64_t>(idx.begin(), idx.end()).size(), idx.size());
   for (const records::Record& rec : recs) EXPECT_TRUE(rec.valid()) << "a compiled candidate was not measured: " << rec.to_json();
+}
+
+// `loom tune-model` measures through the cluster as `loom tune` does: the task scheduler's
+// rounds explore the same configs with two ranks as with one process.
+TEST_F(DistributedTest, TuneModelMeasuresOnEveryRank) {
+  using namespace graph_opt;
+  GraphBuilder b("two_convs");
+  const DataType f32 = DataType::Float(32);
+  Value x = b.input("image", {{1, 16, 8, 8}, f32, "NCHW"});
+  auto weight = [&](std::vector<int64_t> shape, uint64_t seed) {
+    runtime::NDArray w = runtime::NDArray::empty(std::move(shape), f32);
+    w.fill_random(seed, -0.3, 0.3);
+    return b.constant("w" + std::to_string(seed), w);
+  };
+  Conv2dAttrs pad1;
+  pad1.padding = {1, 1};
+  Value c = b.relu(b.conv2d(x, weight({16, 16, 3, 3}, 1), pad1, "c1"), "r1");
+  b.output(b.conv2d(c, weight({32, 16, 1, 1}, 2), Conv2dAttrs{}, "c2"));
+  save_graph(b.build(), path("net.json"));
+  const std::string job = path("net.json") +
+                          " --tuner random --seed 7 --jobs 1 --repeat 1 --min-repeat-ms 1 --confirm 0 --timeout 20 "
+                          "--batch 2 --round 2 --trials 8 --log ";
+  Result two = mpirun(2, job + path("two.jsonl"), "", "tune-model");
+  ASSERT_EQ(two.rc, 0) << two.out << two.err;
+  EXPECT_HAS(two.out, "tuned     8 trials (0 errors) in 4 rounds");
+  EXPECT_GT(rank_rate(two.err, 1), 0) << "rank 1 measured nothing:\n" << two.err;
+  Result one = shell(kLoom + " tune-model " + job + path("one.jsonl"));
+  ASSERT_EQ(one.rc, 0) << one.out << one.err;
+  std::vector<records::Record> a = read_records(path("one.jsonl")), c2 = read_records(path("two.jsonl"));
+  ASSERT_EQ(a.size(), 8u);
+  ASSERT_EQ(c2.size(), 8u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].workload.key(), c2[i].workload.key());
+    EXPECT_EQ(a[i].config.index, c2[i].config.index);
+    EXPECT_TRUE(c2[i].valid()) << c2[i].to_json();
+  }
 }
 
 }  // namespace

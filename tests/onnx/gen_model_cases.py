@@ -10,9 +10,12 @@ ONNX Runtime on them:
 
 The sizes are reduced so that loom's reference execution (te::evaluate) stays within seconds:
 --image-size (default 32) for ResNet-18 and MobileNetV2 (full channel widths and depth, 10
-classes), --seq/--hidden/--heads/--ffn (default 32/128/4/512) for the encoder layer.
+classes), --seq/--hidden/--heads/--ffn (default 32/128/4/512) for the encoder layer. --full
+(or LOOM_MODEL_CASES=full in the environment, as the ctest onnx_models_vs_ort_full sets it)
+writes the models at the issue's sizes instead: 224x224 with 1000 classes, and a BERT-base
+layer at sequence 128 (hidden 768, 12 heads, FFN 3072), for loom's compiled mode.
 
-    gen_model_cases.py OUT [--image-size 32] [--seq 32] [--hidden 128] [--heads 4] [--ffn 512]
+    gen_model_cases.py OUT [--full] [--image-size 32] [--seq 32] [--hidden 128] [--heads 4] [--ffn 512]
 """
 from __future__ import annotations
 
@@ -41,7 +44,12 @@ def main() -> int:
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--ffn", type=int, default=512)
+    ap.add_argument("--full", action="store_true", default=os.environ.get("LOOM_MODEL_CASES") == "full",
+                    help="the full-size models (224x224, 1000 classes; BERT-base at sequence 128)")
     args = ap.parse_args()
+    if args.full:
+        args.image_size, args.classes = 224, 1000
+        args.seq, args.hidden, args.heads, args.ffn = 128, 768, 12, 3072
 
     if os.path.exists(args.out):
         shutil.rmtree(args.out)

@@ -133,6 +133,31 @@ TEST_F(MeasureTest, LargeTasksUseTheCompiledDefaultAsReference) {
   EXPECT_EQ(res[1].error, ErrorCode::kWrongAnswer) << res[1].error_msg;
 }
 
+// A template whose default config it rejects itself: the other configs are still checked
+// against a reference (evaluated, or built with a plain schedule), not all failed with it.
+TEST_F(MeasureTest, ARejectedDefaultConfigFailsOnlyItself) {
+  Template t = get_template("test_faulty");
+  t.name = "test_rejected_default";
+  t.default_config = [](const ConfigSpace& space) {
+    std::vector<int> c(space.knobs().size(), 0);
+    c[size_t(space.knob_index("mode"))] = 4;  // mode 4: the template rejects it
+    return space.index_of(c);
+  };
+  register_template(t);
+  Task task = Task::create("test_rejected_default", {64}, Target("llvm"));
+  for (double limit : {1e18, 0.0}) {  // the reference evaluated, then built
+    SCOPED_TRACE(limit);
+    MeasureOptions o = fast_options();
+    o.evaluate_flop_limit = limit;
+    Measurer m(task, o);
+    auto res = m.measure(std::vector<int64_t>{task.default_index(), config_with(task, {{"mode", 0}, {"split", 1}}),
+                                              config_with(task, {{"mode", 3}})});
+    EXPECT_EQ(res[0].error, ErrorCode::kInstantiation) << res[0].error_msg;
+    EXPECT_EQ(res[1].error, ErrorCode::kNoError) << res[1].error_msg;
+    EXPECT_EQ(res[2].error, ErrorCode::kWrongAnswer) << res[2].error_msg;
+  }
+}
+
 TEST_F(MeasureTest, HostCpuName) {
   // /proc/cpuinfo has a model name on the machines we test on; the call must not throw.
   EXPECT_NO_THROW(host_cpu_name());

@@ -43,6 +43,13 @@ struct XGBOptions {
   double ensemble_subsample = 0.7;
 };
 
+/// Measured configs of one workload as a cost model trains on them: feature vectors and mean
+/// costs in seconds (+inf for a failed trial); the targets are normalized by the group's best.
+struct TrainingGroup {
+  std::vector<std::vector<float>> xs;
+  std::vector<double> costs;
+};
+
 /// Gradient-boosted trees through the XGBoost C API, one thread, deterministic for a seed.
 /// Transfer learning: load_history adds records of other tuning runs of the same template
 /// (featurized on their own workloads), kept as extra training groups in every fit.
@@ -54,6 +61,10 @@ class XGBCostModel : public CostModel {
   XGBCostModel& operator=(const XGBCostModel&) = delete;
 
   void fit(const std::vector<std::vector<float>>& xs, const std::vector<double>& costs) override;
+  /// fit, with the rows of other workloads of the template as further training groups
+  /// (each normalized by its own best), besides those of load_history.
+  void fit(const std::vector<std::vector<float>>& xs, const std::vector<double>& costs,
+           const std::vector<const TrainingGroup*>& others);
   std::vector<double> predict(const std::vector<std::vector<float>>& xs) const override;
   bool trained() const override { return !boosters_.empty(); }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -83,7 +84,23 @@ class Tuner {
   Tuner(const Tuner&) = delete;
   Tuner& operator=(const Tuner&) = delete;
 
+  /// begin(opt), step(opt.n_trial), finish().
   TuneSummary tune(const TuneOptions& opt);
+
+  /// Tuning in steps, for a loop that divides trials among many tasks (TaskScheduler):
+  /// begin() does what tune() does before its first batch (reset, resume from the log, open
+  /// the log); step(n) measures up to n more trials, in batches of opt.batch_size, learning
+  /// after each batch as tune() does, and returns how many it measured (fewer than n once
+  /// done()); finish() runs the confirm step and returns the summary. The model, the
+  /// explorer and the measured configs persist from one step to the next.
+  void begin(const TuneOptions& opt);
+  int step(int n_trial);
+  TuneSummary finish();
+  /// The summary so far of the run begun last (best, trials, errors, resumed).
+  const TuneSummary& summary() const;
+  /// True once the space is exhausted or early stopping ended the run.
+  bool done() const;
+
   const Task& task() const { return task_; }
   /// "xgb", "random", "grid", "ga": written into each record.
   virtual std::string name() const = 0;
@@ -106,8 +123,11 @@ class Tuner {
   std::mt19937_64 rng_;
 
  private:
+  struct Session;
+  std::vector<records::MeasureResult> measure(const std::vector<int64_t>& batch);
   std::unordered_set<int64_t> measured_;
   std::vector<std::pair<int64_t, double>> history_;
+  std::unique_ptr<Session> session_;
 };
 
 /// Uniformly random unmeasured configs.
@@ -154,6 +174,30 @@ class GATuner : public Tuner {
   GAOptions ga_;
 };
 
+/// What the XGBTuners of several tasks of one template learn from together (the task
+/// scheduler gives each template of a network one): each tuner publishes the features and
+/// costs of the configs it measured under its workload's key, and fits its cost model on its
+/// own rows and every other workload's (each a ranking group of its own), so that what one
+/// shape of a template taught ranks the configs of the others, from their first batch on.
+/// Every tuner sharing it models the same feature set.
+class SharedTrainingSet {
+ public:
+  explicit SharedTrainingSet(FeatureSet set) : set_(set) {}
+  /// The feature set of every row (never kAuto).
+  FeatureSet feature_set() const { return set_; }
+  /// Replaces the rows of `workload_key`.
+  void publish(const std::string& workload_key, TrainingGroup rows);
+  /// The groups of every workload but `workload_key`, in key order.
+  std::vector<const TrainingGroup*> others(const std::string& workload_key) const;
+  /// Rows of all workloads, and the number of workloads with rows.
+  size_t rows() const;
+  size_t workloads() const { return groups_.size(); }
+
+ private:
+  FeatureSet set_;
+  std::map<std::string, TrainingGroup> groups_;
+};
+
 struct XGBTunerOptions {
   XGBOptions model;
   SAOptions explorer;
@@ -164,6 +208,9 @@ struct XGBTunerOptions {
   /// Trials chosen at random before the model guides the search (it always waits for a
   /// valid result, whatever this says).
   int random_warmup = 0;
+  /// Set: the model also learns from (and feeds) these rows of other tasks of the template;
+  /// its feature set replaces `features`.
+  std::shared_ptr<SharedTrainingSet> shared;
 };
 
 /// Model-guided search: an XGBoost cost model trained on every measured config (refit after

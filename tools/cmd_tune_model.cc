@@ -1,0 +1,184 @@
+// `loom tune-model`: tunes every task of a network (graph_opt/task_extraction.h) with the task
+// scheduler (tuner/task_scheduler.h), appending every trial to one log that `loom compile`
+// then reads.
+#include <filesystem>
+#include <iostream>
+
+#include "cli.h"
+#include "mpi_job.h"
+#include "loom/graph_opt/task_extraction.h"
+#include "loom/loom.h"
+#include "loom/tuner/features.h"
+#include "loom/tuner/task_scheduler.h"
+#include "model_file.h"
+
+namespace loom::cli {
+namespace {
+
+/// DIR/STEM.latency.jsonl for the log DIR/STEM.jsonl (or DIR/STEM.EXT).
+std::string latency_file_for(const std::string& log) {
+  std::filesystem::path p(log);
+  return (p.parent_path() / (p.stem().string() + ".latency.jsonl")).string();
+}
+
+int run(const Args& a) {
+  MpiJob job(a.has("--quiet"));  // under mpirun: rank 0 goes on, the other ranks have served it
+  if (job.served()) return 0;
+  if (a.positional().size() != 1) a.usage_error("expected one MODEL (MODEL.json or MODEL.onnx)");
+  const std::string model = a.positional()[0];
+  const bool list_only = a.has("--list");
+  const std::string log = list_only ? a.str("--log") : a.required("--log");
+  const Target target = network_target(a);
+  if (a.has("--trials") && a.has("--trials-per-task")) a.usage_error("give --trials or --trials-per-task, not both");
+  const graph_opt::CompileOptions copt = compile_options(a);
+
+  tuner::TaskSchedulerOptions opt;
+  opt.strategy = tuner::parse_strategy(a.choice("--strategy", "gradient", {"gradient", "round-robin"}));
+  opt.round_trials = int(a.integer("--round", 0, 0, 1 << 20));
+  opt.share_model = !a.has("--no-share");
+  opt.tuner = a.choice("--tuner", "xgb", {"xgb", "random", "grid", "ga"});
+  if (opt.tuner != "xgb" && (a.has("--transfer-from") || a.has("--features")))
+    a.usage_error("--transfer-from and --features need --tuner xgb (they are the cost model's)");
+  using tuner::FeatureSet;
+  opt.xgb.features = tuner::parse_feature_set(
+      a.choice("--features", to_string(FeatureSet::kAuto),
+               {to_string(FeatureSet::kAuto), to_string(FeatureSet::kItervarKnob), to_string(FeatureSet::kItervar),
+                to_string(FeatureSet::kKnob)}));
+  tuner::TuneOptions& to = opt.tune;
+  to.log_file = log;
+  to.resume = a.has("--resume");
+  for (const std::string& f : a.all("--transfer-from")) require_file("--transfer-from", f);
+  to.transfer_from = a.all("--transfer-from");
+  to.batch_size = int(a.integer("--batch", 0, 0, 4096));
+  to.seed = uint64_t(a.integer("--seed", 0, 0));
+  to.measure.timeout_s = a.number("--timeout", 10, 0.001);
+  to.measure.n_parallel = int(a.integer("--jobs", 0, 0, 256));
+  to.measure.repeat = int(a.integer("--repeat", 3, 1, 1000));
+  to.measure.min_repeat_ms = a.number("--min-repeat-ms", 100, 0);
+  to.measure.check_correctness = !a.has("--no-check");
+  to.confirm_top = int(a.integer("--confirm", 3, 0, 1000));
+  to.confirm_measurements = int(a.integer("--confirm-measurements", 3, 2, 1000));
+  opt.progress = a.has("--quiet") ? nullptr : &std::cerr;
+  opt.table_every = int(a.integer("--table-every", 10, 1, 1 << 20));
+  opt.latency_file = log.empty() ? "" : a.str("--latency-file", latency_file_for(log));
+
+  graph_opt::Graph g = load_model(a, model);
+  graph_opt::TaskExtraction x = graph_opt::extract_tasks(g, target, copt);
+  int kernels = int(x.fused.groups.size());
+  std::cout << fmt::format("{}: graph '{}', {} kernels (level {}), {} tuning task{} on {}\n", model, g.name, kernels,
+                           copt.passes.opt_level, x.tasks.size(), x.tasks.size() == 1 ? "" : "s", target.str());
+  std::cout << fmt::format("  {:>4}  {:>6}  {:>10}  {:>10}  {}\n", "task", "weight", "configs", "MFLOP", "workload");
+  for (size_t i = 0; i < x.tasks.size(); ++i) {
+    const graph_opt::ExtractedTask& t = x.tasks[i];
+    std::cout << fmt::format("  {:>4}  {:>6}  {:>10}  {:>10.1f}  {}\n", i, t.weight, t.task.space().size(),
+                             t.task.flop() / 1e6, t.task.key());
+  }
+  if (!x.untuned.empty()) {
+    std::cout << fmt::format("{} kernel{} no task covers:\n", x.untuned.size(), x.untuned.size() == 1 ? "" : "s");
+    for (const graph_opt::UntunedKernel& u : x.untuned)
+      std::cout << fmt::format("  {}: {}{}\n", u.kernel, u.workload.empty() ? "" : u.workload + ": ", u.reason);
+  }
+  if (list_only) return 0;
+  if (x.tasks.empty()) {
+    std::cout << "nothing to tune: no kernel of this network is scheduled by a template\n";
+    return 0;
+  }
+
+  const int n_tasks = int(x.tasks.size());
+  opt.n_trial = a.has("--trials") ? int(a.integer("--trials", 0, 0, 1 << 30))
+                                  : int(std::min<int64_t>(a.integer("--trials-per-task", 64, 0, 1 << 20) * n_tasks,
+                                                          1 << 30));
+  std::vector<tuner::WeightedTask> tasks;
+  for (const graph_opt::ExtractedTask& t : x.tasks) tasks.push_back({t.task, t.weight});
+  to.service = job.service(target);
+  tuner::TaskScheduler scheduler(std::move(tasks), opt);
+  tuner::SchedulerSummary s = scheduler.run();
+
+  int confirmed = 0, resumed = 0, errors = 0;
+  for (const tuner::TaskProgress& t : s.tasks) confirmed += t.confirmed, resumed += t.resumed, errors += t.errors;
+  if (!opt.progress) std::cout << scheduler.table();  // else the scheduler's last table is on stderr
+  std::cout << fmt::format("tuned     {} trials ({} errors) in {} rounds{}{} in {}\n", s.trials, errors, s.rounds,
+                           confirmed ? fmt::format(" and {} confirming measurements", confirmed) : "",
+                           resumed ? fmt::format(", {} resumed from the log", resumed) : "",
+                           format_seconds(s.elapsed_s));
+  if (std::isfinite(s.estimated_s))
+    std::cout << fmt::format("estimate  {:.3f} ms: Σ weight × best latency of the {} templated kernels (the other {} "
+                             "kernels are not counted)\n",
+                             s.estimated_s * 1e3, kernels - int(x.untuned.size()), x.untuned.size());
+  else
+    std::cout << "estimate  none: some task has no successful trial\n";
+  std::cout << fmt::format("log       {}\n", log);
+  if (!opt.latency_file.empty()) std::cout << fmt::format("latency   {}\n", opt.latency_file);
+  std::cout << fmt::format("next      loom compile {} --log {} -o MODEL.so{}\n", model, log,
+                           copt.passes.opt_level != 3 ? fmt::format(" --opt-level {}", copt.passes.opt_level) : "");
+  return std::isfinite(s.estimated_s) ? 0 : kExitFailure;
+}
+
+}  // namespace
+
+Command tune_model_command() {
+  Command c;
+  c.name = "tune-model";
+  c.synopsis = "tune every kernel of a network (model.json or model.onnx) with a task scheduler";
+  c.usage = "MODEL.json|MODEL.onnx --log FILE [--trials N | --trials-per-task N] [--resume] [options]";
+  c.description =
+      "Extracts the network's tuning tasks: the distinct template workloads of its kernels as\n"
+      "`loom compile` fuses and lays them out with the same --opt-level/--disable/--target, each\n"
+      "weighted by the number of kernels that run it (kernels scheduled from their pattern have no\n"
+      "task and are listed). Then tunes them together, every trial appended to --log: first a\n"
+      "round-robin warm-up (one round of --round trials per task, the template's default config\n"
+      "first), then each round goes to the task where it is expected to lower the estimated\n"
+      "end-to-end latency most, Σ weight × best latency per task (Ansor's task scheduler: the\n"
+      "gradient mixes the task's improvement over its last 3 rounds with an optimistic guess\n"
+      "bounded by the best throughput of a task of the same template), or in turn with\n"
+      "--strategy round-robin. Each task is searched by the xgb tuner (cost model + simulated\n"
+      "annealing) kept between its rounds; the tasks of one template share their cost model's\n"
+      "training rows, so what one shape taught guides the others (--no-share: not). At the end the\n"
+      "--confirm fastest configs of every task are measured again (see `loom tune --help`).\n\n"
+      "Progress (stderr): a line per round and, after the warm-up, every --table-every rounds and\n"
+      "at the end, a table per task: weight, trials, best latency, GFLOP/s, share of the estimate.\n"
+      "After every round the estimate is appended to the latency file (JSON lines, default\n"
+      "<log dir>/<log stem>.latency.jsonl): event, round, elapsed_s, trials, estimated_ms (null\n"
+      "until every task has a result), and the task of the round. --resume reads the log first:\n"
+      "configs measured already are not measured again, each task's best, trials and rounds are\n"
+      "rebuilt (tasks with records skip the warm-up), and --trials counts new trials.\n\n"
+      "Under mpirun with more than one rank (a loom built with MPI) rank 0 schedules, searches\n"
+      "and writes the log and every rank measures, as for `loom tune` (see its --help).\n"
+      "Exit status 1 when some task has no successful trial.\n\n"
+      "example:\n"
+      "  loom tune-model resnet18.onnx --trials-per-task 64 --log resnet18.jsonl\n"
+      "  loom compile resnet18.onnx --log resnet18.jsonl -o resnet18.so";
+  c.positional = "MODEL";
+  c.options = {
+      {"--log", "FILE", "the tuning log every trial is appended to (required, except with --list)"},
+      {"--trials", "N", "new trials in all, across the tasks"},
+      {"--trials-per-task", "N", "new trials in all = N × the number of tasks (default: 64)"},
+      {"--round", "N", "trials a task gets each time it is chosen (default: min(8, trials / tasks))"},
+      {"--strategy", "S", "gradient (default) or round-robin"},
+      {"--resume", "", "continue from --log: nothing measured again, each task's state rebuilt"},
+      {"--list", "", "only list the tasks and the kernels no task covers"},
+      {"--target", "T", "an llvm target (default llvm: this CPU); compile with the same"},
+      input_shape_option(),
+      {"--tuner", "NAME", "per-task search: xgb (default), random, grid or ga"},
+      {"--features", "SET", "what the xgb model sees: auto (default), itervar+knob, itervar or knob"},
+      {"--no-share", "", "each task's cost model learns from its own trials only"},
+      {"--transfer-from", "FILE", "seed the cost models with another log's records", true},
+      {"--timeout", "S", "seconds allowed to build, and to run, one candidate (default: 10)"},
+      {"--jobs", "N", "candidates built in parallel (default: 0, one per core; under mpirun, per rank)"},
+      {"--batch", "N", "candidates measured before the model learns (default 0: one per build worker)"},
+      {"--seed", "N", "seed of the random choices (default: 0; task i searches with seed + i)"},
+      {"--repeat", "R", "timed repeats per candidate (default: 3)"},
+      {"--min-repeat-ms", "MS", "minimum duration of one timed repeat (default: 100)"},
+      {"--confirm", "K", "at the end, measure each task's K fastest configs again (default: 3; 0: off)"},
+      {"--confirm-measurements", "M", "measurements each confirmed config ends with (default: 3)"},
+      {"--no-check", "", "skip comparing each candidate's output with the reference"},
+      {"--latency-file", "FILE", "where the estimate is appended after every round (default: next to the log)"},
+      {"--table-every", "N", "rounds between progress tables (default: 10)"},
+      {"--quiet", "", "no progress on stderr"},
+  };
+  for (const Option& o : pass_options()) c.options.push_back(o);  // compile with the same
+  c.run = run;
+  return c;
+}
+
+}  // namespace loom::cli

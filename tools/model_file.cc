@@ -1,0 +1,72 @@
+// Reading a network: a loom model file or an ONNX model.
+#include "model_file.h"
+
+#include <algorithm>
+
+#include "loom/codegen/check_target.h"
+#include "loom/graph_opt/onnx.h"
+#include "loom/graph_opt/passes.h"
+
+namespace loom::cli {
+
+namespace {
+
+/// "data=1,3,224,224" -> {"data", {1,3,224,224}}.
+std::pair<std::string, std::vector<int64_t>> parse_input_shape(const Args& a, const std::string& text) {
+  size_t eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    a.usage_error("--input-shape wants NAME=D0,D1,… (e.g. data=1,3,224,224), got '{}'", text);
+  return {text.substr(0, eq), parse_int_list("--input-shape", text.substr(eq + 1))};
+}
+
+graph_opt::OnnxImportOptions onnx_options(const Args& a) {
+  graph_opt::OnnxImportOptions opt;
+  for (const std::string& s : a.all("--input-shape")) opt.input_shapes.insert(parse_input_shape(a, s));
+  return opt;
+}
+
+}  // namespace
+
+Option input_shape_option() {
+  return {"--input-shape", "NAME=DIMS", "static shape of an ONNX model's input with dynamic dims, e.g. data=1,3,224,224",
+          true};
+}
+
+graph_opt::Graph import_onnx_model(const Args& a, const std::string& path) {
+  return graph_opt::import_onnx(path, onnx_options(a));
+}
+
+graph_opt::Graph load_model(const Args& a, const std::string& path) {
+  require_file("", path);
+  return graph_opt::load_model(path, onnx_options(a));
+}
+
+Target network_target(const Args& a) {
+  Target target(a.str("--target", "llvm"));
+  try {
+    codegen::check_target(target);
+  } catch (const Error& e) {
+    a.usage_error("--target: {}", e.what());
+  }
+  if (!target.is_cpu()) a.usage_error("--target: networks compile for the CPU (an llvm target), not '{}'", target.str());
+  return target;
+}
+
+std::vector<Option> pass_options() {
+  return {{"--opt-level", "N", "graph optimization level: 0 (no fusion) to 3 (default)"},
+          {"--disable", "PASS", "skip a graph pass by name", true}};
+}
+
+graph_opt::CompileOptions compile_options(const Args& a) {
+  graph_opt::CompileOptions opt;
+  opt.passes.opt_level = int(a.integer("--opt-level", 3, 0, 3));
+  for (const std::string& p : a.all("--disable")) {
+    std::vector<std::string> names = graph_opt::pass_names();
+    if (std::find(names.begin(), names.end(), p) == names.end())
+      a.usage_error("--disable: no pass named '{}' (passes: {})", p, fmt::join(names, ", "));
+    opt.passes.disabled.insert(p);
+  }
+  return opt;
+}
+
+}  // namespace loom::cli
