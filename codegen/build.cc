@@ -11,6 +11,7 @@ namespace loom::codegen {
 runtime::Module build(const std::vector<lowering::LoweredFunc>& funcs, const Target& target) {
   if (target.is_cuda()) return build_cuda(funcs, target);
   LOOM_CHECK(target.is_cpu(), "build: target \"{}\" has no code generator", target.str());
+  LOOM_CHECK(!funcs.empty(), "build: no functions to compile for target \"{}\"", target.str());
   for (const auto& f : funcs)
     LOOM_CHECK(f.body.defined(), "build: function '{}' has no body", f.name);
   return build_llvm(funcs, target);

@@ -51,7 +51,6 @@ class PhaseTimer {
 }  // namespace
 
 runtime::Module build_llvm(const std::vector<lowering::LoweredFunc>& funcs, const Target& target) {
-  LOOM_CHECK(!funcs.empty(), "build: no functions to compile for target \"{}\"", target.str());
   std::set<std::string> names;
   std::vector<FunctionInfo> infos;
   for (const auto& f : funcs) {

@@ -9,7 +9,8 @@
 
 namespace loom::codegen {
 
-/// Compiles packed lowered functions for a CPU target and JIT-links them into a module.
+/// Compiles packed lowered functions for a CPU target and JIT-links them into a module (an
+/// empty list gives a module without functions: a graph whose operators all folded away).
 runtime::Module build_llvm(const std::vector<lowering::LoweredFunc>& funcs, const Target& target);
 
 /// Throws loom::Error unless LLVM knows the target's triple, CPU and -mattr features.

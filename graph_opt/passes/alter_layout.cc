@@ -12,7 +12,7 @@
 //                               same-shape inputs take that layout, per-channel constants are
 //                               reshaped to [C/b,1,1,b], scalars stay;
 //   bias_add, batch_norm, max/avg/global pooling → blocked through their layout attribute;
-//   dense (constant weight)   → dense_pack with the weight laid out OI{16}o;
+//   dense, matmul (2-D, constant weight) → dense_pack with the weight laid out OI{16}o;
 //   anything else             → reads every input in its original layout.
 // So layout_transform nodes appear only where a region starts or ends (or its block
 // changes), and graph outputs keep their layouts. Weight transforms are layout_transform
@@ -140,13 +140,25 @@ class LayoutRewriter {
     return false;
   }
 
+  /// dense, and matmul of a 2-D input by a constant 2-D matrix (ONNX's MatMul with a weight),
+  /// as dense_pack: the weight read with its output units outermost and blocked, so the
+  /// kernel walks it contiguously instead of one row of a wide [K,N] matrix per k.
   bool rewrite_dense(int i) {
     const Node& n = g_.nodes[size_t(i)];
-    if (n.op != "dense" || opt_.dense_block <= 0 || !g_.node(n.inputs[1]).is_constant()) return false;
+    if ((n.op != "dense" && n.op != "matmul") || opt_.dense_block <= 0 || !g_.node(n.inputs[1]).is_constant())
+      return false;
+    std::string weight_layout = "OI";
+    if (n.op == "matmul") {
+      if (te::ops::attr_int(n.attrs, "transpose_a") != 0 || n.inputs.size() != 2 || g_.type(n.inputs[0]).shape.size() != 2 ||
+          g_.type(n.inputs[1]).shape.size() != 2 || g_.type(n.inputs[0]).dtype != DataType::Float(32))
+        return false;
+      if (te::ops::attr_int(n.attrs, "transpose_b") == 0) weight_layout = "IO";
+    }
+    int64_t units = g_.type(n.inputs[1]).shape[weight_layout == "OI" ? 0 : 1];
     std::vector<Value> in = {get(n.inputs[0], ""),
-                             get(n.inputs[1], fmt::format("OI{}o", opt_.dense_block), "OI")};
+                             get(n.inputs[1], fmt::format("OI{}o", opt_.dense_block), weight_layout)};
     if (n.inputs.size() > 2) in.push_back(rw_.map(n.inputs[2]));
-    emit(i, "dense_pack", in, {{"units", g_.type(n.inputs[1]).shape[0]}});
+    emit(i, "dense_pack", in, {{"units", units}});
     return true;
   }
 

@@ -68,6 +68,25 @@ TEST(GraphPasses, OptimizedResNet18HasItsExpectedShape) {
   }
 }
 
+TEST(GraphPasses, AlterLayoutPacksMatmulByAConstantWeight) {
+  // ONNX's MatMul by a weight: B [K,N] (and B^T [N,K] with transpose_b) constant, N = 20 not a
+  // multiple of the block; a matmul of two inputs keeps its layout.
+  GraphBuilder b("matmuls");
+  Value x = b.input("x", {{6, 12}, DataType::Float(32), ""});
+  Value y = b.input("y", {{20, 7}, DataType::Float(32), ""});
+  Value m1 = b.op("matmul", {x, b.constant("w_kn", random_array({12, 20}, 1))}, {}, "m1");
+  Value m2 = b.op("matmul", {x, b.constant("w_nk", random_array({20, 12}, 2))}, {{"transpose_b", int64_t(1)}}, "m2");
+  Value m3 = b.op("matmul", {b.add(m1, m2, "sum"), y}, {}, "m3");
+  b.output(m3);
+  Graph g = b.build();
+  Graph l = eliminate_dead_code(fold_constants(alter_layout(g)));
+  EXPECT_EQ(count_ops(l, "dense_pack"), 2) << l;
+  EXPECT_EQ(count_ops(l, "matmul"), 1) << l;
+  EXPECT_EQ(count_ops(l, "layout_transform"), 0) << l;  // the weights' transforms folded
+  std::vector<NDArray> in = test::graph_inputs(g);
+  EXPECT_EQ(compare_outputs(run_reference(l, in), run_reference(g, in)), "");
+}
+
 TEST(GraphPasses, SimplifyInferenceRewritesBatchNorm) {
   Graph g = models::resnet18(test::small_model());
   Graph s = simplify_inference(g);

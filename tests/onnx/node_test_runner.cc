@@ -10,9 +10,8 @@
 // graph run node by node (graph_opt::run_reference, te::evaluate); "optimized", the graph
 // after the pass pipeline (graph_opt::optimize: simplify inference, constant folding, scale
 // folding, CSE, layout, fusion), each fused group's composed computation evaluated at once
-// (run_reference_fused); "compiled", where the build has graph_opt/compile.h, the graph
-// compiled for the CPU (graph_opt::compile, LLVM) and run. Default: reference,compiled where
-// compile exists, else reference,optimized.
+// (run_reference_fused); "compiled", the graph compiled for the CPU (graph_opt::compile,
+// LLVM) and run. Default: reference,compiled.
 //
 // Tolerance: |loom - expected| <= atol + rtol * |expected| elementwise with rtol 1e-4,
 // atol 1e-5 for float32/float64 (1e-3/1e-3 for float16), or else within the case's own
@@ -46,13 +45,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loom/graph_opt/compile.h"
 #include "loom/graph_opt/onnx.h"
 #include "loom/graph_opt/passes.h"
 #include "loom/graph_opt/reference.h"
-#if __has_include("loom/graph_opt/compile.h")
-#include "loom/graph_opt/compile.h"
-#define LOOM_NODE_TESTS_HAVE_COMPILE 1
-#endif
 
 namespace fs = std::filesystem;
 using loom::runtime::NDArray;
@@ -176,7 +172,6 @@ std::vector<NDArray> execute(const loom::graph_opt::Graph& g, const std::string&
   using namespace loom::graph_opt;
   if (mode == "reference") return run_reference(g, args);
   if (mode == "optimized") return run_reference_fused(optimize(g), args);
-#ifdef LOOM_NODE_TESTS_HAVE_COMPILE
   if (mode == "compiled") {
     loom::runtime::Module m = compile(g, loom::Target("llvm"));
     std::vector<NDArray> outs;
@@ -187,7 +182,6 @@ std::vector<NDArray> execute(const loom::graph_opt::Graph& g, const std::string&
     m.get_function("run").call(call);
     return outs;
   }
-#endif
   throw loom::Error("unknown execution mode " + mode);
 }
 
@@ -291,11 +285,7 @@ std::string run_in_child(const fs::path& dir, const std::vector<std::string>& mo
 
 int main(int argc, char** argv) {
   std::string cases_dir, skips_path, filter = ".*";
-#ifdef LOOM_NODE_TESTS_HAVE_COMPILE
   std::string modes_arg = "reference,compiled";
-#else
-  std::string modes_arg = "reference,optimized";
-#endif
   int timeout_s = 120;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
