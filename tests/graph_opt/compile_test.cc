@@ -65,13 +65,14 @@ TEST(Compile, SmallResNet18MatchesTheReference) {
   EXPECT_EQ(report.kernels.size(), report.fused.groups.size());
   EXPECT_EQ(report.kernels.size(), 24u) << "ResNet-18's fused groups (tests/graph_opt/models_test.cc)";
   EXPECT_EQ(report.kernels[0].ops, "conv2d_nchwc+relu");
-  EXPECT_TRUE(report.kernels[0].workload.empty()) << "conv1 (3 input channels) has no template";
-  EXPECT_EQ(report.kernels[0].schedule, "schedule generated from the pattern (the anchor has no template)");
+  // conv1 (3 input channels, NCHW data) runs the conv2d_nchwc template with ic_block 0.
+  EXPECT_EQ(report.kernels[0].workload.rfind("conv2d_nchwc(1,3,", 0), 0u) << report.kernels[0].workload;
+  EXPECT_NE(report.kernels[0].workload.find("ic_block=0"), std::string::npos) << report.kernels[0].workload;
+  EXPECT_EQ(report.kernels[0].task.key(), report.kernels[0].workload);
   EXPECT_NE(report.kernels[2].schedule.find("default config"), std::string::npos) << report.kernels[2].schedule;
   EXPECT_EQ(report.kernels[2].ops, "conv2d_nchwc+relu");
   EXPECT_EQ(report.kernels[2].workload.rfind("conv2d_nchwc(", 0), 0u) << report.kernels[2].workload;
   EXPECT_EQ(report.kernels[2].task.key(), report.kernels[2].workload);
-  EXPECT_TRUE(report.kernels[0].task.op.empty());
   auto info = nlohmann::json::parse(m.info_json());
   EXPECT_EQ(info["arena_bytes"], report.memory.arena_bytes);
   EXPECT_EQ(info["inputs"][0]["name"], "data");
