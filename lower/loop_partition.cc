@@ -431,11 +431,15 @@ class LoopPartitioner : public IRMutator {
         std::vector<Stmt> parts;
         auto add = [&](const Expr& from, const Expr& to, const auto& make) {
           Expr extent = te::simplify(to - from);
-          if (!te::is_zero(extent)) parts.push_back(make(from, extent));
+          if (te::is_zero(extent)) return;
+          Stmt part = make(from, extent);
+          if (!is_no_op(part)) parts.push_back(std::move(part));
         };
+        // What is left of a dead part (a local tile's allocation around nothing) goes too:
+        // storage_rewrite would hoist an empty allocation to the function's entry.
         auto dead = [&](const ConditionRewriter::Nodes& failing) {
           return [&, failing](const Expr& from, const Expr& extent) {
-            return make_loop(op, from, extent, ConditionRewriter({}, failing).mutate(op->body));
+            return remove_no_op(make_loop(op, from, extent, ConditionRewriter({}, failing).mutate(op->body)));
           };
         };
         auto edge = [&](const Expr& from, const Expr& extent) { return this->edge(op, from, extent); };

@@ -326,6 +326,8 @@ TEST(LoopPartition, TilesPastTheExtentAreDropped) {
   EXPECT_EQ(count_nodes<StoreNode>(r), 4) << "the full tiles and the last partial one: " << r;
   EXPECT_EQ(count_nodes<IfThenElseNode>(r), 0) << r;
   EXPECT_EQ(extents_of(r, ForKind::kUnrolled), (std::vector<int64_t>{6, 4})) << r;
+  // Nor is their tile allocated: an empty allocation would be hoisted to the function's entry.
+  EXPECT_EQ(count_nodes<AllocateNode>(r), 2) << r;
 }
 
 TEST(LoopPartition, TileLoopFusedWithAnotherIsVersioned) {
