@@ -1,6 +1,8 @@
 // Unit tests of the loop IR and the lowering passes, on statements built by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "loom/lower/ir_mutator.h"
 #include "loom/lower/ir_visitor.h"
 #include "loom/lower/passes.h"
@@ -262,6 +264,112 @@ TEST(LoopPartition, LeavesNonlinearConditions) {
   Stmt r = loop_partition(loop(i, 0, 64, body));
   EXPECT_EQ(count_nodes<ForNode>(r), 1);
   EXPECT_EQ(count_nodes<IfThenElseNode>(r), 1);
+}
+
+// A register tile of 6 rows over 1000 rows (tile loop io, 167 tiles), as schedule_ops makes it:
+// the tile T is a local buffer, its rows an unrolled loop over [base, base + 6) guarded by
+// the rows' bound, then (with `copy_out`) a serial loop copying the tile out. `base` picks the
+// tile.
+Stmt six_row_tile(const Var& A, const Var& C, const Var& T, const Expr& base, const std::string& scope = "local",
+                  bool copy_out = true) {
+  Var i("i"), r("r");
+  Stmt acc = loop(i, base, 6,
+                  make_stmt<IfThenElseNode>(likely(i < 1000), store(T, load(T, i - base) + load(A, i), i - base), Stmt()),
+                  ForKind::kUnrolled);
+  Stmt out = loop(r, 0, 6, make_stmt<IfThenElseNode>(likely(base + r < 1000), store(C, load(T, r), base + r), Stmt()));
+  return make_stmt<AllocateNode>(T, f32, std::vector<Expr>{Expr(6)}, scope, copy_out ? seq({acc, out}) : acc);
+}
+
+std::vector<int64_t> extents_of(const Stmt& s, ForKind k) {
+  std::vector<int64_t> out;
+  for (const ForNode* f : find_nodes<ForNode>(s))
+    if (f->for_kind == k) out.push_back(te::as_const_int(f->extent).value_or(-1));
+  return out;
+}
+
+TEST(LoopPartition, RowGuardOfARegisterTilePartitionsTheTileLoop) {
+  Var A = buf("A"), C = buf("C"), T = buf("T"), io("io");
+  Stmt r = loop_partition(loop(io, 0, 167, six_row_tile(A, C, T, io * 6), ForKind::kParallel));
+  std::string text = to_string(r);
+  // The guard i < 1000 on the inner rows splits io: 166 full tiles without checks, then the
+  // last tile (rows 996..999) with its own constant extent 4, unrolled and copied out.
+  const auto* sq = r.as<SeqStmtNode>();
+  ASSERT_NE(sq, nullptr) << text;
+  ASSERT_EQ(sq->seq.size(), 2u) << text;
+  const auto* main = sq->seq[0].as<ForNode>();
+  ASSERT_NE(main, nullptr) << text;
+  EXPECT_EQ(te::as_const_int(main->extent), 166) << text;
+  EXPECT_EQ(main->for_kind, ForKind::kParallel);
+  EXPECT_EQ(extents_of(sq->seq[0], ForKind::kUnrolled), std::vector<int64_t>{6}) << text;
+  EXPECT_EQ(extents_of(sq->seq[0], ForKind::kSerial), std::vector<int64_t>{6}) << text;
+  EXPECT_EQ(extents_of(sq->seq[1], ForKind::kUnrolled), std::vector<int64_t>{4}) << text;
+  EXPECT_EQ(extents_of(sq->seq[1], ForKind::kSerial), std::vector<int64_t>{4}) << text;
+  EXPECT_EQ(count_nodes<IfThenElseNode>(r), 0) << text;
+  for (const AllocateNode* a : find_nodes<AllocateNode>(r)) EXPECT_EQ(te::as_const_int(a->extents[0]), 6) << text;
+
+  // Without the copy, io appears in no check at all: only the relaxed rows guard splits it.
+  Stmt rows_only = loop_partition(loop(io, 0, 167, six_row_tile(A, C, T, io * 6, "local", false)));
+  const auto* parts = rows_only.as<SeqStmtNode>();
+  ASSERT_NE(parts, nullptr) << rows_only;
+  ASSERT_EQ(parts->seq.size(), 2u) << rows_only;
+  EXPECT_EQ(te::as_const_int(parts->seq[0].as<ForNode>()->extent), 166) << rows_only;
+  EXPECT_EQ(extents_of(parts->seq[0], ForKind::kUnrolled), std::vector<int64_t>{6}) << rows_only;
+  EXPECT_EQ(extents_of(parts->seq[1], ForKind::kUnrolled), std::vector<int64_t>{4}) << rows_only;
+  EXPECT_EQ(count_nodes<IfThenElseNode>(rows_only), 0) << rows_only;
+}
+
+TEST(LoopPartition, TilesPastTheExtentAreDropped) {
+  // 170 tiles of 6 rows over 1000 rows (a split whose outer loop was sized for more): tiles
+  // 167..169 check rows that all fail, and are left without a statement.
+  Var A = buf("A"), C = buf("C"), T = buf("T"), io("io");
+  Stmt r = loop_partition(loop(io, 0, 170, six_row_tile(A, C, T, io * 6)));
+  EXPECT_EQ(count_nodes<StoreNode>(r), 4) << "the full tiles and the last partial one: " << r;
+  EXPECT_EQ(count_nodes<IfThenElseNode>(r), 0) << r;
+  EXPECT_EQ(extents_of(r, ForKind::kUnrolled), (std::vector<int64_t>{6, 4})) << r;
+  // Nor is their tile allocated: an empty allocation would be hoisted to the function's entry.
+  EXPECT_EQ(count_nodes<AllocateNode>(r), 2) << r;
+}
+
+TEST(LoopPartition, TileLoopFusedWithAnotherIsVersioned) {
+  // The tile loop fused with two column blocks: the tile is floordiv(f, 2), every second
+  // iteration of the last tile is partial, so no range of f can be split off; the body is
+  // versioned on the whole tile's guard instead.
+  Var A = buf("A"), C = buf("C"), T = buf("T"), f("f");
+  Stmt r = loop_partition(loop(f, 0, 334, six_row_tile(A, C, T, te::floordiv(f, 2) * 6), ForKind::kParallel));
+  std::string text = to_string(r);
+  const auto* fl = r.as<ForNode>();
+  ASSERT_NE(fl, nullptr) << text;
+  EXPECT_EQ(te::as_const_int(fl->extent), 334) << text;
+  const auto* branch = fl->body.as<IfThenElseNode>();
+  ASSERT_NE(branch, nullptr) << text;
+  EXPECT_NE(to_string(branch->condition).find("likely"), std::string::npos) << text;
+  ASSERT_TRUE(branch->else_case.defined()) << text;
+  // Full tiles: no checks; the last tile keeps them, around loops of the same constant extents.
+  EXPECT_EQ(count_nodes<IfThenElseNode>(branch->then_case), 0) << text;
+  EXPECT_EQ(count_nodes<IfThenElseNode>(branch->else_case), 2) << text;
+  for (const Stmt& version : {branch->then_case, branch->else_case}) {
+    EXPECT_EQ(extents_of(version, ForKind::kUnrolled), std::vector<int64_t>{6}) << text;
+    EXPECT_EQ(extents_of(version, ForKind::kSerial), std::vector<int64_t>{6}) << text;
+  }
+}
+
+TEST(LoopPartition, TileLoopsKeepConstantExtents) {
+  Var A = buf("A"), C = buf("C"), T = buf("T"), x("x");
+  // A tile whose position x is not a loop here: its unrolled rows and the serial loop that
+  // indexes the local tile keep the extent 6 and their checks.
+  Stmt r = loop_partition(six_row_tile(A, C, T, x * 6));
+  EXPECT_EQ(extents_of(r, ForKind::kUnrolled), std::vector<int64_t>{6}) << r;
+  EXPECT_EQ(extents_of(r, ForKind::kSerial), std::vector<int64_t>{6}) << r;
+  EXPECT_EQ(count_nodes<IfThenElseNode>(r), 2) << r;
+  // Where the tile's place is known, the tail gets its own constant extent.
+  Stmt known = loop_partition(six_row_tile(A, C, T, Expr(996)));
+  EXPECT_EQ(extents_of(known, ForKind::kUnrolled), std::vector<int64_t>{4}) << known;
+  EXPECT_EQ(extents_of(known, ForKind::kSerial), std::vector<int64_t>{4}) << known;
+  EXPECT_EQ(count_nodes<IfThenElseNode>(known), 0) << known;
+  // A serial loop over a buffer in memory may be split anywhere.
+  Stmt global = loop_partition(six_row_tile(A, C, T, x * 6, "global"));
+  std::vector<int64_t> split = extents_of(global, ForKind::kSerial);
+  EXPECT_NE(std::find(split.begin(), split.end(), -1), split.end()) << global;
 }
 
 // ---------------------------------------------------------------- specialize_partial_tiles

@@ -47,8 +47,10 @@ Stmt storage_flatten(const Stmt& s, const std::vector<BufferArg>& args);
 /// stage, the axis and what differs). Tiles that a bounds guard cuts short keep their loops.
 /// Runs on flat buffers (after storage_flatten).
 Stmt tensorize(const Stmt& s, const schedule::Schedule& sch);
-/// Splits loops whose body has a boundary condition into a main part without it and
-/// edge parts with it.
+/// Splits loops whose body has a boundary condition (relaxed over the loops inside) into a
+/// main part without it, edge parts with it and dead parts where it fails throughout; a
+/// loop whose condition is not linear in it gets its body versioned on the condition.
+/// Unrolled loops and loops indexing a local tile are split only at constant points.
 Stmt loop_partition(const Stmt& s);
 /// Versions the body of a loop that picks a tile, `if (X >= c) {…} else {…}`, where its
 /// unrolled or vectorized loops have extents min(X, c): full tiles get constant extents.
