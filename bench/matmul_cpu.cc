@@ -15,6 +15,7 @@
 #include <loom/runtime/thread_pool.h>
 
 #include "bench_common.h"
+#include "peers.h"
 
 #include <algorithm>
 #include <chrono>
@@ -260,6 +261,7 @@ constexpr double kTolerance = 1e-4;
 }  // namespace
 
 int main(int argc, char** argv) try {
+  cli::openblas_native_kernels(argv);
   Options o = parse_args(argc, argv);
   const Target host = Target::host();
   const std::string cpu = host.mcpu().empty() ? "host" : host.mcpu();

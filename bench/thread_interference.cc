@@ -43,6 +43,7 @@
 
 #include "bench_common.h"
 #include "cli.h"
+#include "peers.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
 
@@ -265,6 +266,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cli::openblas_native_kernels(argv);
   cli::Command c = command();
   c.run = [](const cli::Args& a) { return run(options_from(a)); };
   return cli::run_command(c, {argv + 1, argv + argc});

@@ -557,6 +557,7 @@ int run(const Options& o) {
 }
 
 int main(int argc, char** argv) {
+  cli::openblas_native_kernels(argv);
   cli::Command c = command();
   c.run = [](const cli::Args& a) { return run(options_from(a)); };
   return cli::run_command(c, {argv + 1, argv + argc});

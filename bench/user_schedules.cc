@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "peers.h"
 #include "examples/gemm_tutorial.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -133,6 +134,7 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) try {
+  const std::string blas_core = cli::openblas_native_kernels(argv);
   Options o = parse_args(argc, argv);
   const Target target = Target::host();
   const int vector_bits = target.vector_bits();
@@ -213,6 +215,7 @@ int main(int argc, char** argv) try {
   std::printf("tutorial parameters: bn %d, kfactor %d; write-cache register block %d rows x %d columns (packing %d), "
               "panels of %d blocks (%d rows)\n",
               p.bn, p.kfactor, p.rows, p.cols, p.cols, p.panel, p.panel * p.rows);
+  std::printf("OpenBLAS kernels: %s\n", blas_core.c_str());
   std::printf("template: %s\n\n", rec ? fmt::format("best record of {} (config {})", o.log, rec->config.index).c_str()
                                       : (o.log.empty() ? "default config (no --log)"
                                                        : fmt::format("default config (no record in {})", o.log).c_str()));

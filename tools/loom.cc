@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "peers.h"
 
 namespace {
 
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
     ::execv("/proc/self/exe", argv);  // returns only on failure: carry on as we are
   }
 #endif
+  if (name == "bench") loom::cli::openblas_native_kernels(argv);
   if (name == "help" || name == "--help" || name == "-h") {
     if (args.size() > 1) {
       name = args[1];

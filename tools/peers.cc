@@ -5,7 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <optional>
 
 #include "loom/runtime/error.h"
@@ -308,6 +312,34 @@ std::optional<Peer> find_peer(const records::Workload& w, std::string* why_not) 
 #endif
   }
   return none(fmt::format("no peer library for {}", w.op));
+}
+
+std::string openblas_native_kernels(char** argv) {
+#ifdef LOOM_CLI_HAVE_OPENBLAS
+  std::string core = openblas_get_corename();
+  std::string lower = core;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  const char* want = nullptr;
+  bool ok = true;
+  if (__builtin_cpu_supports("avx512f")) {
+    want = "SkylakeX";
+    ok = lower == "skylakex" || lower == "cooperlake" || lower == "sapphirerapids";
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    want = "Haswell";
+    ok = lower == "haswell" || lower == "zen" || lower == "skylakex" || lower == "cooperlake" ||
+         lower == "sapphirerapids";
+  }
+  if (!ok && !std::getenv("OPENBLAS_CORETYPE")) {
+    std::fprintf(stderr, "OpenBLAS chose its %s kernels on this CPU; re-running with OPENBLAS_CORETYPE=%s\n",
+                 core.c_str(), want);
+    ::setenv("OPENBLAS_CORETYPE", want, 1);
+    ::execv("/proc/self/exe", argv);  // returns only on failure: carry on with the slow kernels
+  }
+  return core;
+#else
+  (void)argv;
+  return "";
+#endif
 }
 
 void set_peer_threads(int n) {

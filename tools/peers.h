@@ -48,4 +48,12 @@ std::optional<GraphPeer> graph_peer(const graph_opt::Graph& g, std::string* why_
 /// Sets the peer libraries' thread counts (OpenBLAS, and oneDNN's OpenMP).
 void set_peer_threads(int n);
 
+/// The kernels OpenBLAS runs ("SkylakeX", "Haswell"; "" without OpenBLAS). OpenBLAS 0.3.21
+/// does not recognize newer CPUs (Sapphire Rapids) and falls back to its SSE3 "Prescott"
+/// kernels, about 5x slower: a peer at a fraction of its speed. When OPENBLAS_CORETYPE is
+/// unset and the kernels are older than this CPU runs (AVX-512: SkylakeX, AVX2: Haswell),
+/// this sets it and re-executes the program with `argv` (OpenBLAS picks its kernels when it
+/// is loaded, before main); call it first thing in main.
+std::string openblas_native_kernels(char** argv);
+
 }  // namespace loom::cli
