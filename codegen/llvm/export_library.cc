@@ -32,6 +32,7 @@
 #include "loom_module_runtime_source.h"
 #include "optimize.h"
 #include "target_machine.h"
+#include "vector_math.h"
 
 #ifndef LOOM_VERSION
 #define LOOM_VERSION "unknown"
@@ -297,9 +298,11 @@ std::string encode_device_blobs(const std::vector<DeviceBlob>& blobs) {
 
 // ------------------------------------------------------------------ object, header, library
 
-std::string emit_export_object(const LLVMModuleNode& node, const std::vector<DeviceBlob>& blobs) {
+std::string emit_export_object(const LLVMModuleNode& node, const std::vector<DeviceBlob>& blobs,
+                               bool* calls_libmvec) {
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> m = from_bitcode(node.bitcode(), ctx);
+  if (calls_libmvec) *calls_libmvec = calls_vector_math_library(*m);
   add_string_getter(*m, "loom_module_info", export_info_json(node));
   add_string_getter(*m, "loom_module_function_names", function_names_text(node));
   if (!blobs.empty()) {
@@ -406,7 +409,8 @@ void export_library(const LLVMModuleNode& node, const std::string& path, const s
   fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
   LOOM_CHECK(fs::is_directory(dir), "export_library: directory '{}' of '{}' does not exist", dir.string(), path);
   LOOM_CHECK(!fs::is_directory(out), "export_library: cannot write the library to '{}': it is a directory", path);
-  std::string object = emit_export_object(node, blobs);
+  bool calls_libmvec = false;
+  std::string object = emit_export_object(node, blobs, &calls_libmvec);
 
   std::string why;
   std::vector<std::string> cc = find_c_compiler(node.target(), &why);
@@ -438,6 +442,9 @@ void export_library(const LLVMModuleNode& node, const std::string& path, const s
                          "-Wl,-Bsymbolic", "-Wl,--version-script=" + map.string(),
                          "-Wl,-soname," + out.filename().string(), "-Wl,--as-needed", "-Wl,-z,noexecstack",
                          "-Wl,-z,relro", "-Wl,-z,now", "-static-libgcc", "-pthread", "-lm"});
+  // glibc's vector math (vector_math.h): part of libc6 like libm. Its archive cannot go into a
+  // shared object (it refers to the static libc's _dl_x86_cpu_features), so it is linked.
+  if (calls_libmvec) cmd.push_back("-lmvec");
   std::string log;
   int status = run_command(cmd, tmp.path() / "link.log", &log);
   if (status != 0) {
