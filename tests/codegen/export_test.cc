@@ -271,6 +271,9 @@ TEST(Export, EveryOpInFreshProcessMatchesJit) {
 TEST(Export, VectorMathLinksLibmvecAndMatchesJitInFreshProcess) {
 #if !(defined(__x86_64__) && defined(__linux__))
   GTEST_SKIP() << "libmvec is x86-64 GNU/Linux only";
+#else
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2")))
+    GTEST_SKIP() << "this host cannot run x86-64-v3 code";
 #endif
   const int64_t n = 203;  // not a multiple of the lanes: a vector body and a scalar tail
   te::Tensor X = te::placeholder({n}, f32, "X");
