@@ -129,7 +129,7 @@ LoweredFunc lower(const schedule::Schedule& user_schedule, const std::vector<Ten
     unshared.name = name;
     unshared.args = f.args;
     unshared.body = finish(f.body, [](const char*, const Stmt&) {});
-    *opts.vector_report = vectorization_report(unshared);
+    *opts.vector_report = vectorization_report(unshared, opts.target);
   }
   step("storage_rewrite", storage_rewrite(f.body));
   finish(f.body, step);

@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <set>
+#include <sstream>
+#include <vector>
+
 namespace loom::lowering {
 
 std::optional<int64_t> constant_ramp_stride(const Expr& index) {
@@ -49,16 +53,43 @@ std::optional<std::string> scalarized_division(const Expr& e, const Expr& diviso
 
 }  // namespace
 
-std::optional<std::string> scalarized_vector_op(const Expr& e) {
+std::string vector_math_library(const Target& target) {
+  if (!target.is_cpu() || target.get("vector_math", "libmvec") == "none") return "";
+  // The triple's components: arch, then vendor/OS/environment in any of LLVM's spellings
+  // ("x86_64-linux-gnu", "x86_64-unknown-linux-gnu"); x32 (gnux32) has another ABI.
+  std::vector<std::string> parts;
+  std::istringstream triple(target.mtriple());
+  for (std::string p; std::getline(triple, p, '-');) parts.push_back(p);
+  if (parts.empty() || (parts[0] != "x86_64" && parts[0] != "amd64")) return "";
+  bool on_linux = false, gnu = false;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    on_linux |= parts[i] == "linux";
+    gnu |= parts[i] == "gnu";
+  }
+  if (!on_linux || !gnu) return "";
+  std::istringstream attrs(target.get("mattr"));
+  for (std::string f; std::getline(attrs, f, ',');)
+    if (f == "-sse" || f == "-sse2") return "";
+  return "libmvec";
+}
+
+bool is_vector_math_intrinsic(const std::string& name) {
+  static const std::set<std::string> names = {"exp", "exp2", "log", "log2", "sin", "cos", "pow", "tanh", "erf", "sigmoid"};
+  return names.count(name) != 0;
+}
+
+std::optional<std::string> scalarized_vector_op(const Expr& e, const Target& target) {
   if (!e.defined() || e.dtype().lanes() <= 1) return std::nullopt;
   switch (e.kind()) {
     case te::ExprKind::Call: {
       const std::string& n = e.as<te::CallNode>()->name;
-      if (n == "tanh" || n == "erf") return fmt::format("{}: the code generator calls libm once per lane", n);
-      if (n == "exp" || n == "log" || n == "exp2" || n == "log2" || n == "sin" || n == "cos" || n == "pow")
-        return fmt::format("{}: LLVM calls libm once per lane (no vector math library)", n);
-      if (n == "sigmoid") return "sigmoid: its exp is one libm call per lane (no vector math library)";
-      return std::nullopt;
+      if (!is_vector_math_intrinsic(n)) return std::nullopt;
+      const std::string lib = vector_math_library(target);
+      if (!lib.empty() && e.dtype().element_of() == DataType::Float(32)) return std::nullopt;
+      if (!lib.empty())
+        return fmt::format("{}: one libm call per lane (loom calls {} for float32 only; this is {})", n, lib,
+                           e.dtype().element_of().str());
+      return fmt::format("{}: one libm call per lane (no vector math library for target \"{}\")", n, target.str());
     }
     case te::ExprKind::Div: return scalarized_division(e, e.as<te::DivNode>()->b, "division");
     case te::ExprKind::Mod: return scalarized_division(e, e.as<te::ModNode>()->b, "remainder");

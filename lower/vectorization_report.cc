@@ -20,14 +20,14 @@ namespace {
 
 class VectorReporter : public IRVisitor {
  public:
-  explicit VectorReporter(std::string func) : stage_(func), func_(std::move(func)) {}
+  VectorReporter(std::string func, Target target) : stage_(func), func_(std::move(func)), target_(std::move(target)) {}
 
   std::vector<VectorReportEntry> entries;
   int vector_accesses = 0;
 
   using IRVisitor::visit;
   void visit(const Expr& e) override {
-    if (auto why = scalarized_vector_op(e)) {
+    if (auto why = scalarized_vector_op(e, target_)) {
       VectorReportEntry r;
       r.kind = VectorReportEntry::Kind::kScalarized;
       r.lanes = e.dtype().lanes();
@@ -150,6 +150,7 @@ class VectorReporter : public IRVisitor {
 
   std::string stage_;
   std::string func_;
+  Target target_;
   std::map<std::tuple<VectorReportEntry::Kind, std::string, std::string, bool, int, bool, std::string>, size_t> seen_;
 };
 
@@ -212,11 +213,11 @@ std::string VectorizationReport::to_string() const {
   return os.str();
 }
 
-VectorizationReport vectorization_report(const LoweredFunc& f) {
+VectorizationReport vectorization_report(const LoweredFunc& f, const Target& target) {
   LOOM_CHECK(f.device_funcs.empty(),
              "vectorization report of '{}': it describes the LLVM CPU code generator; this function has GPU kernels",
              f.name);
-  VectorReporter v(f.name);
+  VectorReporter v(f.name, target);
   v.visit(f.body);
   VectorizationReport r;
   r.func = f.name;

@@ -22,7 +22,7 @@ const std::vector<std::string>& known_kinds() {
 
 /// The options each kind understands.
 const std::vector<std::string>& known_options(const std::string& kind) {
-  static const std::vector<std::string> llvm = {"mcpu", "mtriple", "mattr"};
+  static const std::vector<std::string> llvm = {"mcpu", "mtriple", "mattr", "vector_math"};
   static const std::vector<std::string> cuda = {"arch", "fast_math"};
   return kind == "cuda" ? cuda : llvm;
 }
@@ -92,6 +92,10 @@ Target::Target(const std::string& s) {
            fmt::join(allowed, ", -"));
     opts_[key] = tok.substr(eq + 1);
   }
+  if (has("vector_math") && get("vector_math") != "libmvec" && get("vector_math") != "none")
+    fail("target \"{}\": -vector_math must be libmvec (glibc's vector math library, the default on x86-64 "
+         "GNU/Linux) or none (one libm call per lane), got '{}'",
+         s, get("vector_math"));
 }
 
 Target Target::host() { return Target("llvm"); }
@@ -119,6 +123,13 @@ int Target::vector_bits() const {
   if (attrs.find("+avx512f") != std::string::npos) bits = std::max(bits, 512);
   else if (attrs.find("+avx2") != std::string::npos || attrs.find("+avx") != std::string::npos)
     bits = std::max(bits, 256);
+  // Disabling a feature disables those built on it (LLVM's implications): -avx takes AVX2 and
+  // AVX-512 with it, -avx512f every AVX-512 extension.
+  std::istringstream entries(attrs);
+  for (std::string f; std::getline(entries, f, ',');) {
+    if (f == "-avx512f") bits = std::min(bits, 256);
+    if (f == "-avx") bits = std::min(bits, 128);
+  }
   return bits;
 }
 

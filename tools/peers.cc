@@ -147,6 +147,82 @@ void combine(Peer& p) {
   };
 }
 
+/// oneDNN softmax along the last axis of a row-major [N, M] tensor (the softmax template's
+/// workload; any leading axes folded into N), on loom's arrays in place of its own.
+Peer dnnl_softmax_peer(const records::Workload& w) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  using dt = memory::data_type;
+  struct State {
+    engine eng{engine::kind::cpu, 0};
+    stream strm{eng};
+    softmax_forward sm;
+    memory src, dst;
+  };
+  auto st = std::make_shared<State>();
+  memory::desc md({w.shape[0], w.shape[1]}, dt::f32, tag::ab);
+#if DNNL_VERSION_MAJOR >= 3
+  softmax_forward::primitive_desc pd(st->eng, prop_kind::forward_inference, algorithm::softmax_accurate, md, md, 1);
+#else
+  softmax_forward::primitive_desc pd(softmax_forward::desc(prop_kind::forward_inference, md, 1), st->eng);
+#endif
+  st->sm = softmax_forward(pd);
+  st->src = memory(md, st->eng, nullptr);
+  st->dst = memory(md, st->eng, nullptr);
+  Peer p{"oneDNN softmax_forward", "onednn", nullptr, nullptr, nullptr, nullptr};
+  p.run = [st](const std::vector<runtime::NDArray>& in, const runtime::NDArray& out) {
+    st->src.set_data_handle(in[0].raw_data());
+    st->dst.set_data_handle(out.raw_data());
+    st->sm.execute(st->strm, {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_DST, st->dst}});
+    st->strm.wait();
+  };
+  return p;
+}
+
+/// oneDNN's eltwise primitive for a float32 activation of any shape (gelu: gelu_erf, or
+/// gelu_tanh with attribute approximate=tanh; sigmoid: logistic; tanh; exp), on loom's arrays.
+Peer dnnl_eltwise_peer(const records::Workload& w) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  using dt = memory::data_type;
+  algorithm alg = algorithm::eltwise_exp;
+  if (w.op == "gelu") {
+    auto it = w.attrs.find("approximate");
+    alg = it != w.attrs.end() && it->second == "tanh" ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf;
+  } else if (w.op == "sigmoid") {
+    alg = algorithm::eltwise_logistic;
+  } else if (w.op == "tanh") {
+    alg = algorithm::eltwise_tanh;
+  }
+  int64_t n = 1;
+  for (int64_t d : w.shape) n *= d;
+  struct State {
+    engine eng{engine::kind::cpu, 0};
+    stream strm{eng};
+    eltwise_forward op;
+    memory src, dst;
+  };
+  auto st = std::make_shared<State>();
+  memory::desc md({n}, dt::f32, tag::a);
+#if DNNL_VERSION_MAJOR >= 3
+  eltwise_forward::primitive_desc pd(st->eng, prop_kind::forward_inference, alg, md, md);
+#else
+  eltwise_forward::primitive_desc pd(eltwise_forward::desc(prop_kind::forward_inference, alg, md), st->eng);
+#endif
+  st->op = eltwise_forward(pd);
+  st->src = memory(md, st->eng, nullptr);
+  st->dst = memory(md, st->eng, nullptr);
+  Peer p{fmt::format("oneDNN eltwise_forward ({})", w.op == "sigmoid" ? "logistic" : w.op), "onednn", nullptr, nullptr,
+         nullptr, nullptr};
+  p.run = [st](const std::vector<runtime::NDArray>& in, const runtime::NDArray& out) {
+    st->src.set_data_handle(in[0].raw_data());
+    st->dst.set_data_handle(out.raw_data());
+    st->op.execute(st->strm, {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_DST, st->dst}});
+    st->strm.wait();
+  };
+  return p;
+}
+
 /// oneDNN's int8 matmul, u8 × s8 → s32 (matmul_int8 without requantization): src row-major
 /// [M, K] as loom takes it, weights reordered once into the layout the primitive picks (from
 /// loom's packed [N/16, K/4, 16, 4] array, unpacked), dst row-major like loom's, in a buffer of
@@ -306,6 +382,21 @@ std::optional<Peer> find_peer(const records::Workload& w, std::string* why_not) 
       return dnnl_conv_peer(w);
     } catch (const std::exception& e) {
       return none(fmt::format("oneDNN rejected the convolution: {}", e.what()));
+    }
+#else
+    return none("built without oneDNN");
+#endif
+  }
+  if (w.op == "softmax" || w.op == "gelu" || w.op == "sigmoid" || w.op == "tanh" || w.op == "exp") {
+#ifdef LOOM_CLI_HAVE_DNNL
+    try {
+      if (w.op == "softmax") {
+        if (w.shape.size() != 2) return none("the softmax peer takes the template's [N, M] shape");
+        return dnnl_softmax_peer(w);
+      }
+      return dnnl_eltwise_peer(w);
+    } catch (const std::exception& e) {
+      return none(fmt::format("oneDNN rejected the {}: {}", w.op, e.what()));
     }
 #else
     return none("built without oneDNN");

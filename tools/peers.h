@@ -1,6 +1,6 @@
 // Peer libraries `loom bench` compares with: OpenBLAS for the GEMM-like templates, oneDNN for
-// convolutions and for the int8 templates (its u8s8s32 matmul and convolution), each optional
-// at build time.
+// convolutions, the int8 templates (its u8s8s32 matmul and convolution), softmax and the
+// float32 activations (its softmax and eltwise primitives), each optional at build time.
 #pragma once
 #include <functional>
 #include <optional>

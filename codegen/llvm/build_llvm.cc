@@ -64,7 +64,7 @@ runtime::Module build_llvm(const std::vector<lowering::LoweredFunc>& funcs, cons
   PhaseTimer timer;
   llvm::TargetMachine* tm = get_target_machine(target);
   llvm::LLVMContext ctx;
-  std::unique_ptr<llvm::Module> m = emit_llvm_module(funcs, ctx, tm);
+  std::unique_ptr<llvm::Module> m = emit_llvm_module(funcs, ctx, tm, target);
   timer.mark("emit");
   std::string problems;
   llvm::raw_string_ostream os(problems);
@@ -73,7 +73,7 @@ runtime::Module build_llvm(const std::vector<lowering::LoweredFunc>& funcs, cons
     fail("internal error: codegen produced invalid LLVM IR for '{}': {}", funcs[0].name, problems);
   }
   timer.mark("verify");
-  optimize_module(*m, tm);
+  optimize_module(*m, tm, target);
   timer.mark("O3");
   auto node = std::make_shared<LLVMModuleNode>(target, to_bitcode(*m), std::move(infos));
   timer.mark("bitcode");

@@ -546,11 +546,12 @@ void CodeGenLLVM::emit(const Stmt& s) {
 }
 
 std::unique_ptr<llvm::Module> emit_llvm_module(const std::vector<lowering::LoweredFunc>& funcs, llvm::LLVMContext& ctx,
-                                               llvm::TargetMachine* tm) {
+                                               llvm::TargetMachine* tm, const Target& target) {
   auto m = std::make_unique<llvm::Module>("loom", ctx);
   m->setTargetTriple(tm->getTargetTriple().str());
   m->setDataLayout(tm->createDataLayout());
   CodeGenLLVM cg(ctx, tm, m.get());
+  cg.init_vector_math(target);
   for (const auto& f : funcs) cg.add_function(f);
   return m;
 }

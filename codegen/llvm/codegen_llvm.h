@@ -22,9 +22,10 @@ using lowering::kMaxDenseLoadStride;
 
 /// Emits, for every function f, `int32_t f(DLTensor*...)` and the packed entry
 /// `int32_t __loom_packed_f(DLTensor** args, int32_t num_args)`, plus one outlined task
-/// function per parallel loop. The module is unoptimized, for `tm`'s triple and layout.
+/// function per parallel loop. The module is unoptimized, for `tm`'s triple and layout;
+/// `target` (which `tm` was made for) decides the vector math (vector_math.h).
 std::unique_ptr<llvm::Module> emit_llvm_module(const std::vector<lowering::LoweredFunc>& funcs, llvm::LLVMContext& ctx,
-                                               llvm::TargetMachine* tm);
+                                               llvm::TargetMachine* tm, const Target& target);
 
 /// Name of the packed entry of function `name`.
 std::string packed_name(const std::string& name);

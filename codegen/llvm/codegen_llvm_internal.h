@@ -14,6 +14,7 @@
 
 #include "codegen_llvm.h"
 #include "loom/runtime/error.h"
+#include "vector_math.h"
 
 namespace loom::codegen {
 
@@ -51,6 +52,8 @@ class CodeGenLLVM {
         "DLTensor");
   }
 
+  /// Chooses the libmvec variants `target` can call (none: every lane calls libm).
+  void init_vector_math(const Target& target);
   void add_function(const lowering::LoweredFunc& f);
   /// Names of the intrinsics intrinsic_table() lowers.
   static std::vector<std::string> lowered_intrinsic_names() {
@@ -184,6 +187,16 @@ class CodeGenLLVM {
   static const std::unordered_map<std::string, IntrinsicLowering>& intrinsic_table();
   llvm::Value* emit_dltensor_field(llvm::Value* h, std::initializer_list<unsigned> path, llvm::Type* ty);
   llvm::Value* emit_libm(const std::string& base, DataType t, llvm::Value* x);
+
+  // ---- vector math (vector_math.cc)
+  /// Intrinsic `name` (exp, log, tanh, erf, pow, …) of float32 vector arguments as libmvec
+  /// calls of the target's widths; null where there is none (scalars, other types, targets
+  /// without vector math, a symbol this host's glibc lacks), for the caller's scalar path.
+  llvm::Value* emit_vector_math(const std::string& name, DataType t, const std::vector<llvm::Value*>& args);
+  /// e^x: libmvec for float32 vectors, else llvm.exp.
+  llvm::Value* emit_exp(DataType t, llvm::Value* x);
+  /// 1/(1 + e^-x), computed from e^-|x| so that no intermediate overflows.
+  llvm::Value* emit_sigmoid(DataType t, llvm::Value* x);
   /// te::intrin::kDotU8S8S32, with the best instructions the target's features allow.
   llvm::Value* emit_dot_u8s8s32(const te::CallNode* op);
   /// True if the target machine has CPU feature `feature` ("avx512vnni").
@@ -236,6 +249,8 @@ class CodeGenLLVM {
   int parallel_count_ = 0;
   std::unordered_map<const VarNode*, llvm::MDNode*> alias_scope_;
   std::unordered_map<const VarNode*, llvm::MDNode*> noalias_;
+  std::vector<VectorMathVariant> vector_math_;  // widest first; empty: no vector math
+  bool vector_math_check_host_ = false;         // the JIT runs the code: ask this host's libmvec
 };
 
 }  // namespace loom::codegen

@@ -17,6 +17,7 @@
 #include "optimize.h"
 #include "target_machine.h"
 #include "toolchain.h"
+#include "vector_math.h"
 
 #ifndef LOOM_VERSION
 #define LOOM_VERSION "unknown"
@@ -33,9 +34,11 @@ using runtime::GraphPlan;
 constexpr const char* kConstantsSymbol = "__loom_graph_constants";
 
 /// The kernels (every function and its packed entry) and the constants blob, hidden.
-std::string kernels_object(const LLVMModuleNode& kernels, const runtime::NDArray& blob) {
+/// `calls_libmvec` is set when the kernels call glibc's vector math (vector_math.h).
+std::string kernels_object(const LLVMModuleNode& kernels, const runtime::NDArray& blob, bool* calls_libmvec) {
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> m = from_bitcode(kernels.bitcode(), ctx);
+  *calls_libmvec = calls_vector_math_library(*m);
   std::string empty(64, '\0');
   llvm::StringRef bytes = blob.nbytes() ? llvm::StringRef(static_cast<const char*>(blob.raw_data()), blob.nbytes())
                                         : llvm::StringRef(empty);
@@ -190,7 +193,8 @@ void export_graph_library(const GraphModuleNode& node, const std::string& path) 
   info["triple"] = tm->getTargetTriple().str();
   info["cpu"] = tm->getTargetCPU().str();
 
-  std::string kernels_obj = kernels_object(kernels, node.executor().constants().blob);
+  bool calls_libmvec = false;
+  std::string kernels_obj = kernels_object(kernels, node.executor().constants().blob, &calls_libmvec);
   TempDir tmp;
   write_graph_executor_headers(tmp.path() / "include");
   std::string plan_obj = compile_c_object(cc, plan_source(node, info.dump()), {tmp.path() / "include"},
@@ -204,7 +208,9 @@ void export_graph_library(const GraphModuleNode& node, const std::string& path) 
                                       "loom_module_function_names",
                                       "loom_get_last_error",
                                       "__loom_get_last_error"};
-  link_shared_library(cc, {kernels_obj, plan_obj, graph_executor_object(cc), runtime_object(cc)}, exports, path);
+  std::vector<std::string> libs;
+  if (calls_libmvec) libs.push_back("-lmvec");
+  link_shared_library(cc, {kernels_obj, plan_obj, graph_executor_object(cc), runtime_object(cc)}, exports, path, libs);
   std::string lib = fs::path(path).filename().string();
   fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   write_file(dir / c_header_name(lib), header_text(node, lib, info), "export_library");

@@ -20,6 +20,7 @@
 #include "optimize.h"
 #include "target_machine.h"
 #include "toolchain.h"
+#include "vector_math.h"
 
 #ifndef LOOM_VERSION
 #define LOOM_VERSION "unknown"
@@ -140,9 +141,11 @@ std::string encode_device_blobs(const std::vector<DeviceBlob>& blobs) {
 
 // ------------------------------------------------------------------ object, header, library
 
-std::string emit_export_object(const LLVMModuleNode& node, const std::vector<DeviceBlob>& blobs) {
+std::string emit_export_object(const LLVMModuleNode& node, const std::vector<DeviceBlob>& blobs,
+                               bool* calls_libmvec) {
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> m = from_bitcode(node.bitcode(), ctx);
+  if (calls_libmvec) *calls_libmvec = calls_vector_math_library(*m);
   add_string_getter(*m, "loom_module_info", export_info_json(node));
   add_string_getter(*m, "loom_module_function_names", function_names_text(node));
   if (!blobs.empty()) {
@@ -246,7 +249,8 @@ std::string c_header(const LLVMModuleNode& node, const std::string& library_file
 void export_library(const LLVMModuleNode& node, const std::string& path, const std::vector<DeviceBlob>& blobs) {
   check_library_path(path);
   fs::path out(path);
-  std::string object = emit_export_object(node, blobs);
+  bool calls_libmvec = false;
+  std::string object = emit_export_object(node, blobs, &calls_libmvec);
   std::string why;
   std::vector<std::string> cc = find_c_compiler(node.target(), &why);
   if (cc.empty()) {
@@ -259,7 +263,11 @@ void export_library(const LLVMModuleNode& node, const std::string& path, const s
   exports.insert(exports.end(), {"loom_get_last_error", "__loom_get_last_error", "loom_module_info",
                                  "loom_module_function_names"});
   if (!blobs.empty()) exports.push_back("__loom_device_blobs");
-  link_shared_library(cc, {object, runtime_object(cc)}, exports, path);
+  // glibc's vector math (vector_math.h): part of libc6 like libm. Its archive cannot go into a
+  // shared object (it refers to the static libc's _dl_x86_cpu_features), so it is linked.
+  std::vector<std::string> libs;
+  if (calls_libmvec) libs.push_back("-lmvec");
+  link_shared_library(cc, {object, runtime_object(cc)}, exports, path, libs);
   write_file(header_path(path), c_header(node, out.filename().string()), "export_library");
 }
 

@@ -25,8 +25,10 @@ std::string encode_device_blobs(const std::vector<DeviceBlob>& blobs);
 
 /// The relocatable object of `node` for its target: every function, its packed entry,
 /// loom_module_info, loom_module_function_names and (when given) the device blobs. It does
-/// not contain the embedded runtime; export_library links that in.
-std::string emit_export_object(const LLVMModuleNode& node, const std::vector<DeviceBlob>& blobs = {});
+/// not contain the embedded runtime; export_library links that in. `calls_libmvec`, if
+/// given, is set to whether the object calls glibc's vector math library (linked as -lmvec).
+std::string emit_export_object(const LLVMModuleNode& node, const std::vector<DeviceBlob>& blobs = {},
+                               bool* calls_libmvec = nullptr);
 
 /// Writes emit_export_object(node) to `path`.
 void export_object(const LLVMModuleNode& node, const std::string& path, const std::vector<DeviceBlob>& blobs = {});

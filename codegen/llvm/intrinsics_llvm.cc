@@ -155,11 +155,14 @@ const std::unordered_map<std::string, CodeGenLLVM::IntrinsicLowering>& CodeGenLL
         {"trunc", llvm::Intrinsic::trunc}, {"exp2", llvm::Intrinsic::exp2},   {"log2", llvm::Intrinsic::log2},
         {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos},
     };
+    // Float32 vectors of the transcendental ones are libmvec calls where the target has it.
     for (const auto& [name, id] : unary) {
       t[name] = {1, [n = std::string(name), id = id](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
                    DataType dt = op->dtype;
                    if (!dt.is_float()) fail("codegen: {} of a non-float value ({}) in function '{}'", n, dt.str(), cg.func_name_);
-                   return cg.b_.CreateUnaryIntrinsic(id, cg.emit_as(op->args[0], dt));
+                   llvm::Value* x = cg.emit_as(op->args[0], dt);
+                   if (llvm::Value* v = cg.emit_vector_math(n, dt, {x})) return v;
+                   return cg.b_.CreateUnaryIntrinsic(id, x);
                  }};
     }
     t["fabs"] = {1, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
@@ -171,20 +174,22 @@ const std::unordered_map<std::string, CodeGenLLVM::IntrinsicLowering>& CodeGenLL
                  }};
     for (const char* name : {"tanh", "erf"}) {
       t[name] = {1, [n = std::string(name)](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
-                   return cg.emit_libm(n, op->dtype, cg.emit_as(op->args[0], op->dtype));
+                   llvm::Value* x = cg.emit_as(op->args[0], op->dtype);
+                   if (llvm::Value* v = cg.emit_vector_math(n, op->dtype, {x})) return v;
+                   return cg.emit_libm(n, op->dtype, x);
                  }};
     }
     t["sigmoid"] = {1, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
                       DataType dt = op->dtype;
                       LOOM_CHECK(dt.is_float(), "codegen: sigmoid of a non-float value ({}) in function '{}'", dt.str(), cg.func_name_);
-                      llvm::Value* x = cg.emit_as(op->args[0], dt);
-                      llvm::Value* one = llvm::ConstantFP::get(cg.llvm_type(dt), 1.0);
-                      llvm::Value* e = cg.b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, cg.b_.CreateFNeg(x));
-                      return cg.b_.CreateFDiv(one, cg.b_.CreateFAdd(one, e));
+                      return cg.emit_sigmoid(dt, cg.emit_as(op->args[0], dt));
                     }};
     t["pow"] = {2, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
                   DataType dt = op->dtype;
-                  return cg.b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, cg.emit_as(op->args[0], dt), cg.emit_as(op->args[1], dt));
+                  llvm::Value* x = cg.emit_as(op->args[0], dt);
+                  llvm::Value* y = cg.emit_as(op->args[1], dt);
+                  if (llvm::Value* v = cg.emit_vector_math("pow", dt, {x, y})) return v;
+                  return cg.b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, y);
                 }};
     t["fma"] = {3, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
                   DataType dt = op->dtype;

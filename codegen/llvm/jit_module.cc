@@ -19,6 +19,7 @@
 #include "loom/runtime/error.h"
 #include "optimize.h"
 #include "target_machine.h"
+#include "vector_math.h"
 
 #ifndef LOOM_VERSION
 #define LOOM_VERSION "unknown"
@@ -115,6 +116,11 @@ void LLVMModuleNode::link(const std::string& object) {
   check(jd.define(llvm::orc::absoluteSymbols(runtime_symbols(jit))), "cannot define the runtime symbols");
   jd.addGenerator(check(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit.getDataLayout().getGlobalPrefix()),
                         "cannot search the process for symbols"));
+  // The vector math (vector_math.h) an exported library links as -lmvec; code generation
+  // only calls what this host's libmvec exports.
+  if (host_has_libmvec())
+    jd.addGenerator(check(llvm::orc::DynamicLibrarySearchGenerator::Load(kLibmvecSoname, jit.getDataLayout().getGlobalPrefix()),
+                          "cannot load libmvec"));
   check(jit.addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(object, jd_name)), "cannot add the object file to the JIT");
   for (const auto& f : funcs_) {
     auto addr = jit.lookup(jd, packed_name(f.name));

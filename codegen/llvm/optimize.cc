@@ -4,6 +4,7 @@
 #include <llvm/Analysis/AliasAnalysis.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -13,10 +14,14 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "loom/runtime/error.h"
+#include "target_machine.h"
+#include "vector_math.h"
 
 namespace loom::codegen {
 
-void optimize_module(llvm::Module& m, llvm::TargetMachine* tm) {
+void optimize_module(llvm::Module& m, llvm::TargetMachine* tm, const Target& target) {
+  llvm::TargetLibraryInfoImpl tlii(tm->getTargetTriple());
+  add_vector_math_mappings(tlii, vector_math_variants(target, tm), runs_on_host(target));
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -28,6 +33,7 @@ void optimize_module(llvm::Module& m, llvm::TargetMachine* tm) {
   pto.LoopInterleaving = true;
   llvm::PassBuilder pb(tm, pto);
   fam.registerPass([&] { return pb.buildDefaultAAPipeline(); });
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);

@@ -6,10 +6,13 @@
 
 #include <string>
 
+#include "loom/runtime/target.h"
+
 namespace loom::codegen {
 
-/// Runs LLVM's default O3 module pipeline, tuned for `tm`.
-void optimize_module(llvm::Module& m, llvm::TargetMachine* tm);
+/// Runs LLVM's default O3 module pipeline, tuned for `tm`, whose vectorizers may call the
+/// vector math library of `target` (vector_math.h) for scalar libm calls in loops.
+void optimize_module(llvm::Module& m, llvm::TargetMachine* tm, const Target& target);
 
 /// Machine code for `m` (an object file, or assembly text) built by `tm`.
 std::string emit_machine_code(llvm::Module& m, llvm::TargetMachine* tm, llvm::CodeGenFileType type);

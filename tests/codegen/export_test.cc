@@ -69,6 +69,31 @@ bool same_bytes(const NDArray& a, const NDArray& b) {
 
 std::string lib_path(const std::string& name) { return (work_dir() / ("lib" + name + ".so")).string(); }
 
+/// What an exported library may depend on: glibc's libc, libm (and libmvec, its vector math,
+/// when the code calls it), libpthread and the dynamic loader.
+const std::set<std::string>& allowed_dependencies() {
+  static const std::set<std::string> allowed = {"libc.so.6", "libm.so.6", "libmvec.so.1", "libpthread.so.0",
+                                                "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"};
+  return allowed;
+}
+
+/// Runs function `name` of library `path` in a fresh process (export_loader, empty
+/// LD_LIBRARY_PATH) on `in_path` and expects every argument afterwards to have the bytes of
+/// `arrays` (what the JIT module left in them).
+void expect_loader_output_equal(const std::string& path, const std::string& name, const fs::path& in_path,
+                                const fs::path& out_path, const std::vector<NDArray>& arrays) {
+  std::string out;
+  int st = run({loader(), path, name, in_path.string(), out_path.string()}, {"LD_LIBRARY_PATH="}, &out);
+  ASSERT_EQ(st, 0) << out;
+  EXPECT_NE(out.find("LD_LIBRARY_PATH=[]"), std::string::npos) << out;
+  std::vector<std::string> got = test::export_loader_output(read_file(out_path), arrays.size());
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    ASSERT_EQ(got[i].size(), arrays[i].nbytes());
+    EXPECT_EQ(std::memcmp(got[i].data(), arrays[i].raw_data(), got[i].size()), 0)
+        << "argument " << i << " differs from the JIT module's";
+  }
+}
+
 // ------------------------------------------------------------------ tests
 
 TEST(Export, MatmulRoundTripHeaderAndInfo) {
@@ -133,9 +158,9 @@ TEST(Export, DependenciesAndExportedSymbols) {
   std::string path = lib_path("deps");
   build_matmul("deps_fn", 16, 16, 16).export_library(path);
   ElfInfo elf = read_elf(path);
-  const std::set<std::string> allowed = {"libc.so.6", "libm.so.6", "libpthread.so.0", "ld-linux-x86-64.so.2",
-                                         "ld-linux-aarch64.so.1"};
-  for (const auto& n : elf.needed) EXPECT_TRUE(allowed.count(n)) << "unexpected dependency " << n;
+  for (const auto& n : elf.needed) EXPECT_TRUE(allowed_dependencies().count(n)) << "unexpected dependency " << n;
+  // glibc's vector math library only where the code calls it (VectorMathLinksLibmvec…).
+  EXPECT_EQ(std::find(elf.needed.begin(), elf.needed.end(), "libmvec.so.1"), elf.needed.end());
   EXPECT_TRUE(std::find(elf.needed.begin(), elf.needed.end(), "libc.so.6") != elf.needed.end());
   const std::set<std::string> want = {"deps_fn", "__loom_packed_deps_fn", "loom_get_last_error", "__loom_get_last_error",
                                       "loom_module_info", "loom_module_function_names"};
@@ -190,16 +215,45 @@ TEST(Export, EveryOpInFreshProcessMatchesJit) {
     for (const auto& a : arrays) dl.push_back(a.dltensor());
     jit.get_function(names[fi]).call(dl);
 
-    std::string out;
-    int st = run({loader(), path, names[fi], in_path.string(), out_path.string()}, {"LD_LIBRARY_PATH="}, &out);
-    ASSERT_EQ(st, 0) << out;
-    EXPECT_NE(out.find("LD_LIBRARY_PATH=[]"), std::string::npos) << out;
-    std::vector<std::string> got = test::export_loader_output(read_file(out_path), arrays.size());
-    for (size_t i = 0; i < arrays.size(); ++i) {
-      ASSERT_EQ(got[i].size(), arrays[i].nbytes());
-      EXPECT_EQ(std::memcmp(got[i].data(), arrays[i].raw_data(), got[i].size()), 0)
-          << "argument " << i << " differs from the JIT module's";
-    }
+    expect_loader_output_equal(path, names[fi], in_path, out_path, arrays);
+  }
+}
+
+TEST(Export, VectorMathLinksLibmvecAndMatchesJitInFreshProcess) {
+#if !(defined(__x86_64__) && defined(__linux__))
+  GTEST_SKIP() << "libmvec is x86-64 GNU/Linux only";
+#else
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2")))
+    GTEST_SKIP() << "this host cannot run x86-64-v3 code";
+#endif
+  const int64_t n = 203;  // not a multiple of the lanes: a vector body and a scalar tail
+  te::Tensor X = te::placeholder({n}, f32, "X");
+  te::Tensor Y = te::compute({n}, [&](te::Var i) {
+    te::Expr x = X(i);
+    return te::exp(x * 0.25f) + te::tanh(x) + te::erf(x) + te::sigmoid(x) + te::log(te::abs(x) + 1.0f);
+  }, "Y");
+  Schedule s = create_schedule({Y});
+  auto [o, i] = s[Y].split(s[Y].axis(0), 8);
+  s[Y].vectorize(i);
+  Module jit = build(s, {X, Y}, Target("llvm -mcpu=x86-64-v3"), "vmath");
+  std::string path = lib_path("vmath");
+  jit.export_library(path);
+  ElfInfo elf = read_elf(path);
+  EXPECT_NE(std::find(elf.needed.begin(), elf.needed.end(), "libmvec.so.1"), elf.needed.end());
+  for (const auto& d : elf.needed) EXPECT_TRUE(allowed_dependencies().count(d)) << "unexpected dependency " << d;
+
+  NDArray x = NDArray::empty({n}, f32), y = NDArray::empty({n}, f32);
+  x.fill_random(3, -9.0, 9.0);
+  std::memset(y.raw_data(), 0x5a, y.nbytes());
+  std::vector<NDArray> arrays = {x, y};
+  fs::path in_path = work_dir() / "vmath.in", out_path = work_dir() / "vmath.out";
+  std::ofstream(in_path, std::ios::binary) << test::export_loader_input(arrays);
+  jit.get_function("vmath")(x, y);
+  expect_loader_output_equal(path, "vmath", in_path, out_path, arrays);
+  for (int64_t j = 0; j < n; ++j) {
+    const double v = x.data<float>()[j];
+    const double want = std::exp(v * 0.25) + std::tanh(v) + std::erf(v) + 1 / (1 + std::exp(-v)) + std::log(std::fabs(v) + 1);
+    EXPECT_NEAR(y.data<float>()[j], want, 1e-5 * std::fabs(want) + 1e-6) << "x=" << v;
   }
 }
 

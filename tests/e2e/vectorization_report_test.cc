@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/test_util.h"
+#include "loom/codegen/check_target.h"
 #include "loom/loom.h"
 
 namespace loom {
@@ -110,12 +111,40 @@ TEST(VectorizationReportCodegen, ScalarizedExpIsOneLibmCallPerLane) {
   te::Tensor E = te::compute({8}, [&](te::Var i) { return te::exp(A(i)); }, "E");
   Schedule s = create_schedule({E});
   s[E].vectorize(s[E].axis(0));
-  VectorizationReport r = report_of(s, {A, E});
+  const Target none("llvm -mcpu=x86-64-v3 -vector_math=none");
+  VectorizationReport r;
+  lowering::LowerOptions opts;
+  opts.target = none;
+  opts.vector_report = &r;
+  lower(s, {A, E}, "f", opts);
   ASSERT_EQ(r.find(Kind::kScalarized, "", "E").size(), 1u) << r.to_string();
-  runtime::Module m = build(s, {A, E}, Target("llvm -mcpu=x86-64-v3"), "f");
+  runtime::Module m = build(s, {A, E}, none, "f");
   const std::string asm_text = m.source("asm");
   EXPECT_EQ(count(asm_text, "expf"), 8) << asm_text;  // the backend expands llvm.exp.v8f32 lane by lane
-  EXPECT_MATCHES_REFERENCE(s, std::vector<te::Tensor>({A, E}));
+  EXPECT_EQ(test::compare_with_reference(s, {A, E}, 1, none), "");
+}
+
+TEST(VectorizationReportCodegen, VectorExpWithLibmvecIsOneCallPerVector) {
+#if !(defined(__x86_64__) && defined(__linux__))
+  GTEST_SKIP() << "libmvec is x86-64 GNU/Linux only";
+#endif
+  te::Tensor A = te::placeholder({8}, f32, "A");
+  te::Tensor E = te::compute({8}, [&](te::Var i) { return te::exp(A(i)); }, "E");
+  Schedule s = create_schedule({E});
+  s[E].vectorize(s[E].axis(0));
+  const Target avx2("llvm -mcpu=x86-64-v3");
+  if (std::string why = codegen::host_incompatibility(avx2); !why.empty()) GTEST_SKIP() << why;
+  VectorizationReport r;
+  lowering::LowerOptions opts;
+  opts.target = avx2;
+  opts.vector_report = &r;
+  lower(s, {A, E}, "f", opts);
+  EXPECT_TRUE(r.entries.empty()) << r.to_string();
+  runtime::Module m = build(s, {A, E}, avx2, "f");
+  const std::string asm_text = m.source("asm");
+  EXPECT_EQ(count(asm_text, "_ZGVdN8v_expf"), 1) << asm_text;
+  EXPECT_EQ(count(asm_text, "expf"), 1) << asm_text;  // no scalar expf
+  EXPECT_EQ(test::compare_with_reference(s, {A, E}, 1, avx2), "");
 }
 
 std::string read_source(const std::string& rel) {

@@ -12,9 +12,11 @@ namespace {
 using Kind = VectorReportEntry::Kind;
 const DataType f32 = DataType::Float(32);
 
-VectorizationReport report_of(const Schedule& s, const std::vector<te::Tensor>& args, const std::string& name = "f") {
+VectorizationReport report_of(const Schedule& s, const std::vector<te::Tensor>& args, const std::string& name = "f",
+                              const Target& target = Target("llvm")) {
   VectorizationReport r;
   LowerOptions opts;
+  opts.target = target;
   opts.vector_report = &r;
   lower(s, args, name, opts);
   EXPECT_EQ(r.func, name);
@@ -140,7 +142,7 @@ TEST(VectorizationReport, PaddedReadIsAPredicatedLoad) {
   EXPECT_EQ(e.note, "masked load");
 }
 
-TEST(VectorizationReport, VectorExpAndDivisionByAVariableAreScalarized) {
+TEST(VectorizationReport, VectorExpWithoutVectorMathAndDivisionByAVariableAreScalarized) {
   te::Tensor A = te::placeholder({64}, f32, "A");
   te::Tensor I = te::placeholder({64}, DataType::Int(32), "I");
   te::Tensor E = te::compute({64}, [&](te::Var i) { return te::exp(A(i)); }, "E");
@@ -150,14 +152,38 @@ TEST(VectorizationReport, VectorExpAndDivisionByAVariableAreScalarized) {
     auto [o, in] = s[t].split(s[t].axis(0), 8);
     s[t].vectorize(in);
   }
-  VectorizationReport r = report_of(s, {A, I, E, Q});
-  auto exps = r.find(Kind::kScalarized, "", "E");
-  ASSERT_EQ(exps.size(), 1u) << r.to_string();
-  EXPECT_EQ(exps[0].lanes, 8);
-  EXPECT_NE(exps[0].note.find("exp"), std::string::npos);
-  auto divs = r.find(Kind::kScalarized, "", "Q");
-  ASSERT_EQ(divs.size(), 1u) << r.to_string();
-  EXPECT_NE(divs[0].note.find("division"), std::string::npos) << divs[0].note;
+  for (const char* target : {"llvm -mtriple=x86_64-linux-gnu -vector_math=none", "llvm -mtriple=aarch64-linux-gnu"}) {
+    SCOPED_TRACE(target);
+    VectorizationReport r = report_of(s, {A, I, E, Q}, "f", Target(target));
+    auto exps = r.find(Kind::kScalarized, "", "E");
+    ASSERT_EQ(exps.size(), 1u) << r.to_string();
+    EXPECT_EQ(exps[0].lanes, 8);
+    EXPECT_EQ(exps[0].note.substr(0, 4), "exp:") << exps[0].note;
+    EXPECT_NE(exps[0].note.find("no vector math library"), std::string::npos) << exps[0].note;
+    auto divs = r.find(Kind::kScalarized, "", "Q");
+    ASSERT_EQ(divs.size(), 1u) << r.to_string();
+    EXPECT_NE(divs[0].note.find("division"), std::string::npos) << divs[0].note;
+  }
+  // With libmvec (x86-64 GNU/Linux) the float32 exp is vector code; the division is not.
+  VectorizationReport r = report_of(s, {A, I, E, Q}, "f", Target("llvm -mtriple=x86_64-linux-gnu"));
+  EXPECT_TRUE(r.find(Kind::kScalarized, "", "E").empty()) << r.to_string();
+  EXPECT_EQ(r.find(Kind::kScalarized, "", "Q").size(), 1u) << r.to_string();
+}
+
+TEST(VectorizationReport, Float64TranscendentalsStayScalarizedWithLibmvec) {
+  const DataType f64 = DataType::Float(64);
+  te::Tensor A = te::placeholder({64}, f64, "A");
+  te::Tensor T = te::compute({64}, [&](te::Var i) { return te::tanh(A(i)) + te::sigmoid(A(i)); }, "T");
+  Schedule s = create_schedule({T});
+  auto [o, in] = s[T].split(s[T].axis(0), 4);
+  s[T].vectorize(in);
+  VectorizationReport r = report_of(s, {A, T}, "f", Target("llvm -mtriple=x86_64-linux-gnu"));
+  auto ops = r.find(Kind::kScalarized, "", "T");
+  ASSERT_EQ(ops.size(), 2u) << r.to_string();
+  for (const VectorReportEntry& e : ops) {
+    EXPECT_EQ(e.lanes, 4);
+    EXPECT_NE(e.note.find("float32 only; this is float64"), std::string::npos) << e.note;
+  }
 }
 
 TEST(VectorizationReport, DivisionByAConstantStaysVector) {

@@ -52,7 +52,7 @@ TEST(Target, MalformedOptionsThrow) {
     FAIL() << "expected loom::Error";
   } catch (const loom::Error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown option -march for target kind 'llvm' in \"llvm -march=x86-64\" "
-                                         "(its options: -mcpu, -mtriple, -mattr)"),
+                                         "(its options: -mcpu, -mtriple, -mattr, -vector_math)"),
               std::string::npos)
         << e.what();
   }
@@ -84,4 +84,15 @@ TEST(Target, VectorBitsTable) {
   EXPECT_EQ(Target("llvm -mcpu=x86-64-v2").vector_bits(), 128);
   EXPECT_EQ(Target("llvm -mtriple=aarch64-linux-gnu").vector_bits(), 128);
   EXPECT_EQ(Target("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-v1").vector_bits(), 128);
+  // Disabling a feature takes those built on it along.
+  EXPECT_EQ(Target("llvm -mcpu=x86-64-v4 -mattr=-avx512f").vector_bits(), 256);
+  EXPECT_EQ(Target("llvm -mcpu=x86-64-v4 -mattr=-avx").vector_bits(), 128);
+  EXPECT_EQ(Target("llvm -mcpu=x86-64-v3 -mattr=-avx2").vector_bits(), 256);
+}
+
+TEST(Target, VectorMathOption) {
+  EXPECT_EQ(Target("llvm -vector_math=none").get("vector_math"), "none");
+  EXPECT_EQ(Target("llvm -vector_math=libmvec").get("vector_math"), "libmvec");
+  EXPECT_THROW(Target("llvm -vector_math=svml"), loom::Error);
+  EXPECT_THROW(Target("cuda -vector_math=none"), loom::Error);
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "loom/lower/stmt.h"
+#include "loom/runtime/target.h"
 
 namespace loom::lowering {
 
@@ -33,12 +34,22 @@ VectorAccess classify_vector_load(const te::LoadNode& op);
 /// How codegen emits a store of more than one lane.
 VectorAccess classify_vector_store(const StoreNode& op);
 
-/// Why the CPU code computes vector expression `e` (this node, not its operands) one lane
-/// at a time, or nullopt when it stays a vector operation: an intrinsic call that loom's
-/// code generator splits into lanes itself (tanh, erf) or that LLVM lowers to one libm call
-/// per lane (exp, log, exp2, log2, sin, cos, pow, sigmoid's exp: no vector math library is
-/// linked), or an integer division or remainder that x86 has no vector instruction for
-/// (a divisor that is not a constant, or 64-bit lanes and a constant not a power of two).
-std::optional<std::string> scalarized_vector_op(const Expr& e);
+/// The vector math library the LLVM code generator calls for `target`: "libmvec" (glibc's,
+/// with its x86 vector-function ABI) on x86-64 GNU/Linux unless -vector_math=none or -mattr
+/// disables SSE2; "" otherwise (one libm call per lane).
+std::string vector_math_library(const Target& target);
+
+/// Whether `name` is one of the float math intrinsics that the code generator computes with
+/// the vector math library when their lanes are float32: exp, exp2, log, log2, sin, cos, pow,
+/// tanh, erf, and sigmoid (from the vector exp; codegen/llvm/vector_math.cc).
+bool is_vector_math_intrinsic(const std::string& name);
+
+/// Why the CPU code for `target` computes vector expression `e` (this node, not its
+/// operands) one lane at a time, or nullopt when it stays vector code: a transcendental
+/// (exp, log, exp2, log2, sin, cos, pow, tanh, erf, sigmoid) that is not float32 or whose
+/// target has no vector math library (vector_math_library), one libm call per lane; or an
+/// integer division or remainder that x86 has no vector instruction for (a divisor that is
+/// not a constant, or 64-bit lanes and a constant not a power of two).
+std::optional<std::string> scalarized_vector_op(const Expr& e, const Target& target);
 
 }  // namespace loom::lowering

@@ -49,10 +49,11 @@ struct VectorizationReport {
   std::string to_string() const;
 };
 
-/// Classifies the vector accesses and operations of `f`, which is lowered for a CPU target
-/// (a function with GPU kernels is rejected). Buffer names are those of the IR: for the
-/// names of the schedule's tensors even where storage_rewrite merged temporaries, use
+/// Classifies the vector accesses and operations of `f`, which is lowered for CPU target
+/// `target` (a function with GPU kernels is rejected; the target decides which vector math
+/// stays vector code, vector_access.h). Buffer names are those of the IR: for the names of
+/// the schedule's tensors even where storage_rewrite merged temporaries, use
 /// LowerOptions::vector_report.
-VectorizationReport vectorization_report(const LoweredFunc& f);
+VectorizationReport vectorization_report(const LoweredFunc& f, const Target& target = Target("llvm"));
 
 }  // namespace loom::lowering

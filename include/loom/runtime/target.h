@@ -6,10 +6,13 @@
 namespace loom {
 
 /// A compilation target parsed from a string: a kind followed by -key=value options.
-/// Known kinds: "llvm" (CPU; options -mcpu, -mtriple, -mattr) and "cuda" (-arch,
-/// -fast_math); an unknown kind or option, or a malformed one, throws loom::Error. Without
-/// -mcpu an "llvm" target for this host compiles for the host's CPU and features. On x86,
-/// SSE4a stays off unless -mattr names it (docs/benchmarks.md says why).
+/// Known kinds: "llvm" (CPU; options -mcpu, -mtriple, -mattr, -vector_math) and "cuda"
+/// (-arch, -fast_math); an unknown kind or option, or a malformed one, throws loom::Error.
+/// Without -mcpu an "llvm" target for this host compiles for the host's CPU and features. On
+/// x86, SSE4a stays off unless -mattr names it (docs/benchmarks.md says why).
+/// -vector_math=libmvec (the default on x86-64 GNU/Linux) computes float32 vector exp, log,
+/// tanh, erf, … with glibc's libmvec; -vector_math=none keeps one libm call per lane
+/// (lower/vector_access.h).
 class Target {
  public:
   Target() : Target("llvm") {}
@@ -29,7 +32,9 @@ class Target {
   std::string mcpu() const;
   /// Target triple for LLVM: -mtriple, or the host's when absent.
   std::string mtriple() const;
-  /// Largest native vector width in bits for float operations (512 with AVX-512).
+  /// Largest native vector width in bits for float operations (512 with AVX-512), from the
+  /// CPU (a table of names; the host's when absent) and -mattr (+avx512f, +avx2/+avx,
+  /// -avx512f, -avx).
   int vector_bits() const;
   /// Canonical text, options sorted: equal targets print equally.
   std::string str() const;
