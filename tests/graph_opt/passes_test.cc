@@ -94,6 +94,68 @@ TEST(GraphPasses, SimplifyInferenceWithParametersGivenAtRunTime) {
   EXPECT_EQ(compare_outputs(run_reference(s, in), run_reference(g, in)), "");
 }
 
+/// 3x3 convolutions: 64 -> 64 channels stride 1 (Winograd can take it; bias and relu after),
+/// then 64 -> 64 stride 2 and 64 -> 32 stride 1 (it cannot: stride, and too few channels).
+Graph winograd_candidates() {
+  GraphBuilder b("winograd");
+  Value x = b.input("x", {{1, 64, 9, 10}, DataType::Float(32), "NCHW"});
+  Conv2dAttrs pad1;
+  pad1.padding = {1, 1};
+  Value c1 = b.relu(b.conv2d(x, b.constant("w1", random_array({64, 64, 3, 3}, 1, -0.1, 0.1)),
+                             b.constant("b1", random_array({64}, 2)), pad1, "c1"),
+                    "r1");
+  Conv2dAttrs s2 = pad1;
+  s2.strides = {2, 2};
+  Value c2 = b.conv2d(c1, b.constant("w2", random_array({64, 64, 3, 3}, 3, -0.1, 0.1)), s2, "c2");
+  b.output(b.conv2d(c2, b.constant("w3", random_array({32, 64, 3, 3}, 4, -0.1, 0.1)), pad1, "c3"));
+  return b.build();
+}
+
+TEST(GraphPasses, AlterLayoutTakesWinogradOnlyWhenAskedAndWhereItApplies) {
+  const Graph g = winograd_candidates();
+  Graph d = optimize(g);
+  EXPECT_EQ(count_ops(d, "conv2d_nchwc_winograd"), 0) << "the default stays direct";
+  EXPECT_EQ(count_ops(d, "conv2d_nchwc"), 3);
+
+  PassOptions opt;
+  opt.layout.winograd_tile = 4;
+  Graph w = optimize(g, opt);
+  EXPECT_EQ(count_ops(w, "conv2d_nchwc_winograd"), 1) << w;
+  EXPECT_EQ(count_ops(w, "conv2d_nchwc"), 2);
+  EXPECT_EQ(count_ops(w, "winograd_weight_transform"), 0) << "folded with the constant weight\n" << w;
+  const Node& c1 = w.nodes[size_t(w.at("c1"))];
+  EXPECT_EQ(c1.op, "conv2d_nchwc_winograd");
+  EXPECT_TRUE(w.node(c1.inputs[1]).is_constant());
+  EXPECT_EQ(w.type(c1.inputs[1]).shape, (std::vector<int64_t>{6, 6, 4, 4, 16, 16}));
+  EXPECT_EQ(c1.outputs[0].layout, "NCHW16c");
+  // Its bias and relu fuse with it, as with the direct convolution.
+  bool fused = false;
+  for (const auto& grp : test::group_members(w))
+    fused |= grp == std::vector<std::string>{"c1", "r1"};
+  EXPECT_TRUE(fused) << w;
+  check_pipeline(g, opt);
+
+  // choose_winograd decides per node (here: F(2) for c1); it is asked only where Winograd applies.
+  std::vector<std::string> asked;
+  opt.layout.choose_winograd = [&](const Graph& src, int node) -> int64_t {
+    asked.push_back(src.nodes[size_t(node)].name);
+    return 2;
+  };
+  Graph w2 = optimize(g, opt);
+  EXPECT_EQ(asked, std::vector<std::string>{"c1"});
+  EXPECT_EQ(w2.type(w2.nodes[size_t(w2.at("c1"))].inputs[1]).shape, (std::vector<int64_t>{4, 4, 4, 4, 16, 16}));
+  std::vector<NDArray> in = test::graph_inputs(g);
+  EXPECT_EQ(compare_outputs(run_reference(w2, in), run_reference(g, in)), "");
+  opt.layout.choose_winograd = [](const Graph&, int) -> int64_t { return 7; };
+  try {
+    optimize(g, opt);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Winograd tile 7 for conv2d 'c1' is not in 2..6"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(GraphPasses, AlterLayoutEntersChangesBlocksAndLeavesRegions) {
   // NCHW input with 32 channels (transformed in), a 24-channel conv (block 8), a conv back to
   // 32 (NCHW8c in, NCHW16c out), a depthwise conv, pooling, an intermediate graph output (it

@@ -44,6 +44,17 @@ struct LayoutOptions {
   /// dense with a constant weight becomes dense_pack with the weight packed OI{b}o, b this
   /// (0: dense stays).
   int64_t dense_block = 16;
+  /// Winograd F(m×m, 3×3): a conv2d that can take it (3×3, stride 1, dilation 1, groups 1,
+  /// padding symmetric and at most 2, a constant weight, blocked input, at least
+  /// `winograd_min_channels` input and output channels) becomes conv2d_nchwc_winograd with m
+  /// this (2..6) and its weight transformed by winograd_weight_transform (folded with the
+  /// constant); 0 (the default): it stays conv2d_nchwc.
+  int64_t winograd_tile = 0;
+  int64_t winograd_min_channels = 64;
+  /// If set, m for a given conv2d node that can take Winograd (0: direct) instead of
+  /// `winograd_tile`, e.g. from whether the tuned record of its Winograd workload beats
+  /// that of its direct one.
+  std::function<int64_t(const Graph&, int node)> choose_winograd;
 };
 
 /// Converts NCHW conv2d regions to channel-blocked layouts: conv2d runs on NCHW{b}c data
