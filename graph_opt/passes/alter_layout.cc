@@ -128,7 +128,7 @@ class LayoutRewriter {
       in = {get(n.inputs[0], dl, "NCHW"), get(n.inputs[1], wl, "OIHW")};
       attrs["layout"] = dl;
       attrs["out_layout"] = nchwc(ob);
-      const int64_t m = ib ? winograd_tile(i) : 0;
+      const int64_t m = ib ? winograd_tile(i, ib, ob) : 0;
       if (m) {
         in[1] = rw_.op("winograd_weight_transform", {in[1]}, {{"tile_size", m}},
                        rw_.unique_name(fmt::format("{}.winograd{}", g_.nodes[size_t(n.inputs[1].node)].name, m)));
@@ -151,7 +151,7 @@ class LayoutRewriter {
   }
 
   /// Winograd's m for conv2d node `i` (groups 1, blocked input), or 0 when it stays direct.
-  int64_t winograd_tile(int i) const {
+  int64_t winograd_tile(int i, int64_t ib, int64_t ob) const {
     if (!opt_.winograd_tile && !opt_.choose_winograd) return 0;
     const Node& n = g_.nodes[size_t(i)];
     const std::vector<int64_t>& w = g_.type(n.inputs[1]).shape;
@@ -163,7 +163,7 @@ class LayoutRewriter {
     std::vector<int64_t> p = te::ops::attr_ints(n.attrs, "padding");
     if (p.size() == 4 && (p[0] != p[2] || p[1] != p[3])) return 0;
     if (p.size() < 2 || p[0] > 2 || p[1] > 2) return 0;
-    const int64_t m = opt_.choose_winograd ? opt_.choose_winograd(g_, i) : opt_.winograd_tile;
+    const int64_t m = opt_.choose_winograd ? opt_.choose_winograd(g_, i, ib, ob) : opt_.winograd_tile;
     LOOM_CHECK(m == 0 || (m >= 2 && m <= 6), "alter_layout: Winograd tile {} for conv2d '{}' is not in 2..6", m,
                n.name);
     return m;

@@ -8,6 +8,7 @@
 
 #include "graph_test_util.h"
 #include "loom/graph_opt/passes.h"
+#include "loom/tuner/task.h"
 
 namespace loom::graph_opt {
 namespace {
@@ -137,16 +138,16 @@ TEST(GraphPasses, AlterLayoutTakesWinogradOnlyWhenAskedAndWhereItApplies) {
 
   // choose_winograd decides per node (here: F(2) for c1); it is asked only where Winograd applies.
   std::vector<std::string> asked;
-  opt.layout.choose_winograd = [&](const Graph& src, int node) -> int64_t {
-    asked.push_back(src.nodes[size_t(node)].name);
+  opt.layout.choose_winograd = [&](const Graph& src, int node, int64_t ib, int64_t ob) -> int64_t {
+    asked.push_back(fmt::format("{} {} {}", src.nodes[size_t(node)].name, ib, ob));
     return 2;
   };
   Graph w2 = optimize(g, opt);
-  EXPECT_EQ(asked, std::vector<std::string>{"c1"});
+  EXPECT_EQ(asked, std::vector<std::string>{"c1 16 16"});
   EXPECT_EQ(w2.type(w2.nodes[size_t(w2.at("c1"))].inputs[1]).shape, (std::vector<int64_t>{4, 4, 4, 4, 16, 16}));
   std::vector<NDArray> in = test::graph_inputs(g);
   EXPECT_EQ(compare_outputs(run_reference(w2, in), run_reference(g, in)), "");
-  opt.layout.choose_winograd = [](const Graph&, int) -> int64_t { return 7; };
+  opt.layout.choose_winograd = [](const Graph&, int, int64_t, int64_t) -> int64_t { return 7; };
   try {
     optimize(g, opt);
     ADD_FAILURE() << "no error";
@@ -154,6 +155,37 @@ TEST(GraphPasses, AlterLayoutTakesWinogradOnlyWhenAskedAndWhereItApplies) {
     EXPECT_NE(std::string(e.what()).find("Winograd tile 7 for conv2d 'c1' is not in 2..6"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(GraphPasses, WinogradIfFasterComparesTheTunedRecords) {
+  const Graph g = winograd_candidates();
+  const Target llvm("llvm");
+  auto record = [&](const std::string& op, std::map<std::string, std::string> attrs, double cost) {
+    tuner::Task t = tuner::Task::create(op, {1, 64, 9, 10, 64, 3, 3}, llvm, "float32", std::move(attrs));
+    records::Record r;
+    r.workload = t.workload();
+    r.target = t.target().str();
+    r.config = t.space().get(t.default_index()).to_record();
+    r.result.costs = {cost};
+    return r;
+  };
+  const records::Record direct = record("conv2d_nchwc", {{"stride", "1"}, {"pad", "1"}}, 1e-3);
+  const records::Record f4 = record("conv2d_nchwc_winograd", {{"pad", "1"}, {"tile_size", "4"}}, 4e-4);
+  const records::Record f2 = record("conv2d_nchwc_winograd", {{"pad", "1"}, {"tile_size", "2"}}, 6e-4);
+  auto pick = [&](const std::vector<records::Record>& rs) {
+    auto best = std::make_shared<records::ApplyHistoryBest>();
+    for (const auto& r : rs) best->add(r);
+    PassOptions opt;
+    opt.layout.choose_winograd = winograd_if_faster(best, llvm);
+    Graph w = optimize(g, opt);
+    const Node& c1 = w.nodes[size_t(w.at("c1"))];
+    return c1.op == "conv2d_nchwc" ? int64_t(0) : w.type(c1.inputs[1]).shape[0] - 2;
+  };
+  EXPECT_EQ(pick({direct, f4, f2}), 4);
+  EXPECT_EQ(pick({direct, f2}), 2);
+  EXPECT_EQ(pick({record("conv2d_nchwc", {{"stride", "1"}, {"pad", "1"}}, 1e-4), f4, f2}), 0);
+  EXPECT_EQ(pick({f4, f2}), 0) << "without a record of the direct workload it stays direct";
+  EXPECT_EQ(pick({direct}), 0);
 }
 
 TEST(GraphPasses, AlterLayoutEntersChangesBlocksAndLeavesRegions) {
