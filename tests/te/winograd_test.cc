@@ -147,6 +147,13 @@ TEST(Winograd, RegistryOpsComposeAndCheckAttributes) {
   EXPECT_EQ(call->attrs.at("tile_size"), "2");
   EXPECT_EQ(call->attrs.at("ic_block"), "8");
   EXPECT_EQ(call->attrs.at("oc_block"), "8");
+  // tile_size 4, the template's default, is left out of the workload.
+  call = ops::select_template("conv2d_nchwc_winograd", "llvm",
+                              {ops::TensorType{{1, 1, 7, 9, 16}, DataType::Float(32), ""},
+                               ops::TensorType{{6, 6, 1, 1, 16, 16}, DataType::Float(32), ""}},
+                              {});
+  ASSERT_TRUE(call);
+  EXPECT_EQ(call->attrs, (std::map<std::string, std::string>{{"pad", "1"}}));
 }
 
 }  // namespace
