@@ -37,6 +37,20 @@ void check_pipeline(const Graph& g, const PassOptions& opt = {}) {
 
 TEST(GraphPasses, ResNet18PreservesResults) { check_pipeline(models::resnet18(test::small_model())); }
 
+TEST(GraphPasses, ResNet18WithWinogradPreservesResults) {
+  // The small variant's 3x3 stride-1 convolutions have 16 to 128 channels: from 32 up they
+  // take Winograd F(4).
+  PassOptions opt;
+  opt.layout.winograd_tile = 4;
+  opt.layout.winograd_min_channels = 32;
+  const Graph g = models::resnet18(test::small_model());
+  Graph o = optimize(g, opt);
+  // Layers 2-4: each block's stride-1 3x3 convolutions but the first block's strided one.
+  EXPECT_EQ(count_ops(o, "conv2d_nchwc_winograd"), 9) << o;
+  EXPECT_EQ(count_ops(o, "winograd_weight_transform"), 0);
+  check_pipeline(g, opt);
+}
+
 TEST(GraphPasses, MobileNetV2PreservesResults) {
   PassOptions opt;
   opt.layout.blocks = {8};  // its small variant has 8, 16, 24, 40, 80 channels
