@@ -50,6 +50,7 @@
 
 #include "bench_common.h"
 #include "cli.h"
+#include "dnnl_conv.h"
 #include "peers.h"
 
 using namespace loom;
@@ -245,36 +246,12 @@ Case dense_case(int N, int M, int K) {
   return c;
 }
 
-struct ConvLayer {
-  int C, H, K, R, stride, pad;
-};
-
-/// oneDNN state of one convolution: the primitive in its preferred layouts, the user's
-/// NCHW/OIHW memories and the reorders between them.
-struct DnnlConv {
-  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-  dnnl::stream strm{eng};
-  dnnl::convolution_forward conv;
-  dnnl::memory user_src, user_wei, user_dst, src, wei, dst;
-  std::unique_ptr<dnnl::reorder> src_in, dst_out;
-};
-
-/// NCHW [1, C, H, W] -> NCHW16c [1, C/16, H, W, 16] (and back with `to_blocked` false).
-void convert_nchw16c(float* nchw, float* blocked, int C, int HW, bool to_blocked) {
-  for (int c = 0; c < C; ++c)
-    for (int i = 0; i < HW; ++i) {
-      float& b = blocked[(int64_t(c / 16) * HW + i) * 16 + c % 16];
-      float& p = nchw[int64_t(c) * HW + i];
-      if (to_blocked) b = p;
-      else p = b;
-    }
-}
+using ConvLayer = bench::ConvShape;
 
 /// loom's conv2d_nchwc on arrays blocked as oneDNN blocks them (nChw16c, OIhw16i16o; the
 /// conversions are not timed, like oneDNN's weight reorder), checked after unblocking.
 Case conv_case(const ConvLayer& l) {
-  using dnnl::memory;
-  const int OH = (l.H + 2 * l.pad - l.R) / l.stride + 1;
+  const int OH = l.out();
   Case c{"conv",
          fmt::format("conv C={} H={} K={} {}x{} s{} p{}", l.C, l.H, l.K, l.R, l.R, l.stride, l.pad),
          tuner::Task::create("conv2d_nchwc", {1, l.C, l.H, l.H, l.K, l.R, l.R}, Target::host(), "float32",
@@ -287,71 +264,28 @@ Case conv_case(const ConvLayer& l) {
          {}};
   runtime::NDArray data = f32({1, l.C, l.H, l.H}, 6), kernel = f32({l.K, l.C, l.R, l.R}, 7);
   runtime::NDArray bdata = f32({1, l.C / 16, l.H, l.H, 16}), bkernel = f32({l.K / 16, l.C / 16, l.R, l.R, 16, 16});
-  convert_nchw16c(data.data<float>(), bdata.data<float>(), l.C, l.H * l.H, true);
-  const int RS = l.R * l.R;
-  for (int k = 0; k < l.K; ++k)
-    for (int ch = 0; ch < l.C; ++ch)
-      for (int rs = 0; rs < RS; ++rs)
-        bkernel.data<float>()[((((int64_t(k / 16) * (l.C / 16) + ch / 16) * RS + rs) * 16 + ch % 16) * 16) + k % 16] =
-            kernel.data<float>()[(int64_t(k) * l.C + ch) * RS + rs];
+  bench::convert_nchw16c(data.data<float>(), bdata.data<float>(), l.C, l.H * l.H, true);
+  bench::block_oihw16i16o(kernel.data<float>(), bkernel.data<float>(), l.K, l.C, l.R * l.R);
   runtime::NDArray bout = f32({1, l.K / 16, OH, OH, 16});
   c.args = {bdata, bkernel, bout};
   c.compared = f32({1, l.K, OH, OH});
   runtime::NDArray compared = c.compared;
-  c.unpack = [=]() mutable { convert_nchw16c(compared.data<float>(), bout.data<float>(), l.K, OH * OH, false); };
+  c.unpack = [=]() mutable { bench::convert_nchw16c(compared.data<float>(), bout.data<float>(), l.K, OH * OH, false); };
   runtime::NDArray o1 = f32({1, l.K, OH, OH}), o2 = f32({1, l.K, OH, OH});
 
   c.make_peers = [=] {
     std::vector<Peer> peers;
-    auto d = std::make_shared<DnnlConv>();
-    const memory::dims src_dims{1, l.C, l.H, l.H}, wei_dims{l.K, l.C, l.R, l.R}, dst_dims{1, l.K, OH, OH};
-    const memory::dims strides{l.stride, l.stride}, padding{l.pad, l.pad};
-    auto any = [](const memory::dims& dims) {
-      return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
-    };
-#if DNNL_VERSION_MAJOR >= 3
-    dnnl::convolution_forward::primitive_desc pd(d->eng, dnnl::prop_kind::forward_inference,
-                                                 dnnl::algorithm::convolution_direct, any(src_dims), any(wei_dims),
-                                                 any(dst_dims), strides, padding, padding);
-#else
-    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                         any(src_dims), any(wei_dims), any(dst_dims), strides, padding, padding);
-    dnnl::convolution_forward::primitive_desc pd(desc, d->eng);
-#endif
-    d->conv = dnnl::convolution_forward(pd);
-    d->user_src = memory({src_dims, memory::data_type::f32, memory::format_tag::nchw}, d->eng, data.data<float>());
-    d->user_wei = memory({wei_dims, memory::data_type::f32, memory::format_tag::oihw}, d->eng, kernel.data<float>());
-    d->user_dst = memory({dst_dims, memory::data_type::f32, memory::format_tag::nchw}, d->eng, o1.data<float>());
-    d->src = pd.src_desc() == d->user_src.get_desc() ? d->user_src : memory(pd.src_desc(), d->eng);
-    d->wei = pd.weights_desc() == d->user_wei.get_desc() ? d->user_wei : memory(pd.weights_desc(), d->eng);
-    d->dst = pd.dst_desc() == d->user_dst.get_desc() ? d->user_dst : memory(pd.dst_desc(), d->eng);
-    if (d->wei != d->user_wei) dnnl::reorder(d->user_wei, d->wei).execute(d->strm, d->user_wei, d->wei);
-    if (d->src != d->user_src) d->src_in = std::make_unique<dnnl::reorder>(d->user_src, d->src);
-    if (d->dst != d->user_dst) d->dst_out = std::make_unique<dnnl::reorder>(d->dst, d->user_dst);
-    d->strm.wait();
-
-    DnnlConv* p = d.get();
-    auto run_conv = [p] {
-      p->conv.execute(p->strm, {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei}, {DNNL_ARG_DST, p->dst}});
-      p->strm.wait();
-    };
-    auto src_in = [p] {
-      if (p->src_in) p->src_in->execute(p->strm, p->user_src, p->src);
-    };
-    auto dst_out = [p] {
-      if (p->dst_out) p->dst_out->execute(p->strm, p->dst, p->user_dst);
-      p->strm.wait();
-    };
+    std::shared_ptr<bench::DnnlConv> d = bench::make_dnnl_conv(l, data.data<float>(), kernel.data<float>(),
+                                                               o1.data<float>());
     // Timed: the convolution alone. Its result is reordered to NCHW once, for the check, by
     // the peer below (which runs before any comparison).
-    src_in();
-    p->strm.wait();
-    peers.push_back({"oneDNN", [d, run_conv] { run_conv(); }, o1, true});
+    d->src_in();
+    peers.push_back({"oneDNN", [d] { d->run(); }, o1, true});
     peers.push_back({"oneDNN+reorders",
                      [=] {
-                       src_in();
-                       run_conv();
-                       dst_out();
+                       d->src_in();
+                       d->run();
+                       d->dst_out();
                        std::copy_n(o1.data<float>(), o1.numel(), o2.data<float>());
                      },
                      o2, false});

@@ -15,10 +15,12 @@
 namespace loom::tuner {
 namespace {
 
-/// The one reduction computed by the anchor node (its core: conv, dense, matmul), reached
-/// from `anchor` without passing through the anchor's inputs; undefined if none or several.
-te::Tensor anchor_core(const te::Tensor& anchor, const std::vector<te::Tensor>& inputs) {
-  std::vector<te::Operation> found;
+/// The anchor node's core (conv, dense, matmul), reached from `anchor` without passing
+/// through the anchor's inputs: the one stage without reduce axes tagged with the template's
+/// name `tmpl` where there is one (a multi-stage computation such as Winograd's, whose output
+/// transform follows its GEMM), else the one reduction; undefined if none or several.
+te::Tensor anchor_core(const te::Tensor& anchor, const std::vector<te::Tensor>& inputs, const std::string& tmpl) {
+  std::vector<te::Operation> found, tagged;
   std::vector<te::Tensor> stack{anchor};
   std::set<const te::OperationNode*> seen;
   while (!stack.empty()) {
@@ -27,8 +29,10 @@ te::Tensor anchor_core(const te::Tensor& anchor, const std::vector<te::Tensor>& 
     if (!seen.insert(t.op().get()).second) continue;
     if (std::find(inputs.begin(), inputs.end(), t) != inputs.end()) continue;
     if (!t.op()->reduce_axis.empty()) found.push_back(t.op());
+    else if (t.op()->tag == tmpl) tagged.push_back(t.op());
     for (const te::Tensor& in : t.op()->input_tensors()) stack.push_back(in);
   }
+  if (!tagged.empty()) found = tagged;
   if (found.size() != 1) return te::Tensor();
   return te::output(found[0]);
 }
@@ -83,7 +87,7 @@ FusedSchedule schedule_fused(const FusedGroup& g, const Target& target, const re
   const Template* tmpl = find_template(call.name, target.kind());
   if (!tmpl) return pattern(g, target, fmt::format("no template '{}' on {}", call.name, target.kind()));
   if (g.outputs.size() != 1) return pattern(g, target, "a template kernel has one output");
-  te::Tensor core = anchor_core(g.anchor, g.anchor_inputs);
+  te::Tensor core = anchor_core(g.anchor, g.anchor_inputs, tmpl->name);
   if (!core.defined()) return pattern(g, target, "the anchor has no single reduction for its template");
   const bool epilogue = g.outputs[0] != core;
   if (epilogue && !tmpl->schedule_epilogue)

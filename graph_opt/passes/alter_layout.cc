@@ -7,6 +7,9 @@
 //   conv2d (NCHW, groups 1)   → conv2d_nchwc: data NCHW{ib}c (as it arrives, else transformed;
 //                               NCHW when no block divides C, e.g. 3 input channels), weight
 //                               layout_transform'ed to OIHW{ib}i{ob}o, output NCHW{ob}c;
+//                               with LayoutOptions::winograd_tile (or choose_winograd) a 3×3
+//                               stride-1 one is conv2d_nchwc_winograd instead, its weight
+//                               then winograd_weight_transform'ed as well;
 //   conv2d (depthwise)        → depthwise_conv2d_nchwc on NCHW{b}c, weight OIHW1i{b}o;
 //   elementwise and broadcast → blocked when an input of the output's shape arrives blocked:
 //                               same-shape inputs take that layout, per-channel constants are
@@ -125,8 +128,15 @@ class LayoutRewriter {
       in = {get(n.inputs[0], dl, "NCHW"), get(n.inputs[1], wl, "OIHW")};
       attrs["layout"] = dl;
       attrs["out_layout"] = nchwc(ob);
+      const int64_t m = ib ? winograd_tile(i, ib, ob) : 0;
+      if (m) {
+        in[1] = rw_.op("winograd_weight_transform", {in[1]}, {{"tile_size", m}},
+                       rw_.unique_name(fmt::format("{}.winograd{}", g_.nodes[size_t(n.inputs[1].node)].name, m)));
+        attrs.erase("strides");
+        attrs.erase("dilation");
+      }
       if (n.inputs.size() > 2) in.push_back(rw_.map(n.inputs[2]));
-      emit(i, "conv2d_nchwc", in, attrs);
+      emit(i, m ? "conv2d_nchwc_winograd" : "conv2d_nchwc", in, attrs);
       return true;
     }
     if (groups == C && K == C && wt.shape[1] == 1) {
@@ -138,6 +148,25 @@ class LayoutRewriter {
       return true;
     }
     return false;
+  }
+
+  /// Winograd's m for conv2d node `i` (groups 1, blocked input), or 0 when it stays direct.
+  int64_t winograd_tile(int i, int64_t ib, int64_t ob) const {
+    if (!opt_.winograd_tile && !opt_.choose_winograd) return 0;
+    const Node& n = g_.nodes[size_t(i)];
+    const std::vector<int64_t>& w = g_.type(n.inputs[1]).shape;
+    if (w[2] != 3 || w[3] != 3 || !g_.node(n.inputs[1]).is_constant()) return 0;
+    if (w[0] < opt_.winograd_min_channels || w[1] < opt_.winograd_min_channels) return 0;
+    if (te::ops::attr_ints(n.attrs, "strides") != std::vector<int64_t>{1, 1} ||
+        te::ops::attr_ints(n.attrs, "dilation") != std::vector<int64_t>{1, 1})
+      return 0;
+    std::vector<int64_t> p = te::ops::attr_ints(n.attrs, "padding");
+    if (p.size() == 4 && (p[0] != p[2] || p[1] != p[3])) return 0;
+    if (p.size() < 2 || p[0] > 2 || p[1] > 2) return 0;
+    const int64_t m = opt_.choose_winograd ? opt_.choose_winograd(g_, i, ib, ob) : opt_.winograd_tile;
+    LOOM_CHECK(m == 0 || (m >= 2 && m <= 6), "alter_layout: Winograd tile {} for conv2d '{}' is not in 2..6", m,
+               n.name);
+    return m;
   }
 
   /// dense, and matmul of a 2-D input by a constant 2-D matrix (ONNX's MatMul with a weight),

@@ -456,8 +456,15 @@ Expr Simplifier::logic_not(const Expr& a) {
   return make<NotNode>(a);
 }
 
+/// The value of a condition that is a constant, or a constant in every lane (a broadcast one,
+/// as vectorizing leaves the condition of an unrolled index's select).
+static const IntImmNode* const_condition(const Expr& c) {
+  if (auto* b = c.as<BroadcastNode>()) return b->value.as<IntImmNode>();
+  return c.as<IntImmNode>();
+}
+
 Expr Simplifier::select(const Expr& c, const Expr& t, const Expr& f) {
-  if (auto* k = c.as<IntImmNode>()) return k->value ? t : f;
+  if (auto* k = const_condition(c)) return k->value ? t : f;
   if (structural_equal(t, f)) return t;
   return make<SelectNode>(c, t, f);
 }
@@ -498,7 +505,7 @@ Expr Simplifier::mutate_(const NotNode* op) { return logic_not(mutate(op->a)); }
 
 Expr Simplifier::mutate_(const SelectNode* op) {
   Expr c = mutate(op->cond);
-  if (auto* k = c.as<IntImmNode>()) return mutate(k->value ? op->true_value : op->false_value);
+  if (auto* k = const_condition(c)) return mutate(k->value ? op->true_value : op->false_value);
   return select(c, mutate(op->true_value), mutate(op->false_value));
 }
 

@@ -148,6 +148,75 @@ OpDef conv2d_nchwc_op() {
   return d;
 }
 
+OpDef winograd_weight_transform_op() {
+  OpDef d;
+  d.name = "winograd_weight_transform";
+  d.doc = "Winograd weight transform G g G^T of F(m x m, 3x3): OIHW{ib}i{ob}o [K/ob,C/ib,3,3,ib,ob] -> "
+          "[m+2,m+2,K/ob,C/ib,ib,ob] (a constant weight folds at compile time)";
+  d.inputs = {"weight"};
+  d.min_inputs = 1;
+  d.attrs = {attr("tile_size", AttrKind::kInt, int64_t(4), "m: output tiles of m x m, in [2, 6]")};
+  // Fuses with nothing: on a constant weight it is folded, on a computed one a kernel of its own.
+  d.pattern = OpPattern::kOpaque;
+  d.compute = [](const std::vector<Tensor>& in, const Attrs& a) -> std::vector<Tensor> {
+    return {winograd_weight_transform(in[0], attr_int(a, "tile_size"), "winograd_weight_transform")};
+  };
+  return d;
+}
+
+OpDef conv2d_nchwc_winograd_op() {
+  OpDef d;
+  d.name = "conv2d_nchwc_winograd";
+  d.doc = "3x3 convolution (stride 1) by Winograd F(m x m, 3x3) on NCHW{ib}c data with a weight from "
+          "winograd_weight_transform -> NCHW{ob}c";
+  d.inputs = {"data", "weight", "bias"};
+  d.min_inputs = 2;
+  d.attrs = {attr("padding", AttrKind::kInts, std::vector<int64_t>{1, 1}, "{h, w} (both sides alike), each 0..2"),
+             attr("layout", AttrKind::kString, std::string("NCHW16c"), "data layout NCHW{ib}c"),
+             attr("out_layout", AttrKind::kString, std::string(""),
+                  "NCHW{ob}c, ob the weight's last dim (\"\": that one)")};
+  d.pattern = OpPattern::kOutEWiseFusable;
+  d.compute = [](const std::vector<Tensor>& in, const Attrs& a) -> std::vector<Tensor> {
+    const std::string& layout = attr_str(a, "layout");
+    const int64_t ib = nchw_block("conv2d_nchwc_winograd", layout);
+    auto ds = const_shape(in[0], "conv2d_nchwc_winograd", "data");
+    LOOM_CHECK(ib > 0 && ds.size() == 5 && ds[4] == ib, "conv2d_nchwc_winograd: data is {} but the layout is \"{}\"",
+               shape_str(ds), layout);
+    Padding p = attr_padding(a);
+    LOOM_CHECK(p.symmetric(), "conv2d_nchwc_winograd: asymmetric padding {{{}, {}, {}, {}}} is not supported; give {{h, w}}",
+               p.top, p.left, p.bottom, p.right);
+    Tensor out = conv2d_nchwc_winograd(in[0], in[1], p.pair(), "conv2d_nchwc_winograd");
+    const int64_t ob = *as_const_int(out.shape().back());
+    const std::string& ol = attr_str(a, "out_layout");
+    LOOM_CHECK(ol.empty() || ol == fmt::format("NCHW{}c", ob),
+               "conv2d_nchwc_winograd: out_layout \"{}\" does not match the weight's output block {} (NCHW{}c)", ol, ob,
+               ob);
+    if (in.size() > 2) out = bias_add(out, in[2], 1, fmt::format("NCHW{}c", ob), "bias_add");
+    return {out};
+  };
+  d.infer_type = [d](const Types& in, const Attrs& a) {
+    check_layout("conv2d_nchwc_winograd", "data", in[0], attr_str(a, "layout"));
+    Types t = infer_from_compute(d, in, a);
+    t[0].layout = fmt::format("NCHW{}c", t[0].shape.back());
+    return t;
+  };
+  d.strategy["llvm"] = [](const Types& in, const Attrs& a) -> std::optional<TemplateCall> {
+    Padding p = attr_padding(a);
+    if (!is_f32(in[0]) || !p.symmetric() || p.top != p.left) return std::nullopt;
+    const auto &x = in[0].shape, &w = in[1].shape;
+    const int64_t ib = x[4], ob = w[5];
+    // Attributes at the template's defaults are left out, so that the workload key is the one
+    // `loom tune` gives without them.
+    TemplateCall c{"conv2d_nchwc_winograd", {x[0], x[1] * ib, x[2], x[3], w[2] * ob, 3, 3}, "float32",
+                   {{"pad", str(p.top)}}};
+    if (w[0] - 2 != 4) c.attrs["tile_size"] = str(w[0] - 2);
+    if (ib != 16) c.attrs["ic_block"] = str(ib);
+    if (ob != 16) c.attrs["oc_block"] = str(ob);
+    return c;
+  };
+  return d;
+}
+
 OpDef depthwise_conv2d_nchwc_op() {
   OpDef d;
   d.name = "depthwise_conv2d_nchwc";
@@ -399,6 +468,7 @@ OpDef batch_norm_op() {
 
 std::vector<OpDef> nn_ops() {
   return {conv2d(),         conv2d_nchwc_op(),           depthwise_conv2d_nchwc_op(),
+          winograd_weight_transform_op(), conv2d_nchwc_winograd_op(),
           dense_op(),       dense_pack_op(),             matmul_op(),
           batch_matmul_op(), pool_op("max_pool2d", false), pool_op("avg_pool2d", true),
           global_avg_pool_op(), softmax_op(),            layer_norm_op(),

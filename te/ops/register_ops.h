@@ -10,7 +10,8 @@
 
 namespace loom::te::ops::detail {
 
-/// conv2d, conv2d_nchwc, depthwise_conv2d_nchwc, dense, dense_pack, matmul, batch_matmul,
+/// conv2d, conv2d_nchwc, depthwise_conv2d_nchwc, winograd_weight_transform,
+/// conv2d_nchwc_winograd, dense, dense_pack, matmul, batch_matmul,
 /// pooling, softmax, layer_norm, batch_norm.
 std::vector<OpDef> nn_ops();
 /// Unary elementwise, broadcasting binary, bias_add, cast.

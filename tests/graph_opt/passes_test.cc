@@ -8,6 +8,7 @@
 
 #include "graph_test_util.h"
 #include "loom/graph_opt/passes.h"
+#include "loom/tuner/task.h"
 
 namespace loom::graph_opt {
 namespace {
@@ -35,6 +36,20 @@ void check_pipeline(const Graph& g, const PassOptions& opt = {}) {
 }
 
 TEST(GraphPasses, ResNet18PreservesResults) { check_pipeline(models::resnet18(test::small_model())); }
+
+TEST(GraphPasses, ResNet18WithWinogradPreservesResults) {
+  // The small variant's 3x3 stride-1 convolutions have 16 to 128 channels: from 32 up they
+  // take Winograd F(4).
+  PassOptions opt;
+  opt.layout.winograd_tile = 4;
+  opt.layout.winograd_min_channels = 32;
+  const Graph g = models::resnet18(test::small_model());
+  Graph o = optimize(g, opt);
+  // Layers 2-4: each block's stride-1 3x3 convolutions but the first block's strided one.
+  EXPECT_EQ(count_ops(o, "conv2d_nchwc_winograd"), 9) << o;
+  EXPECT_EQ(count_ops(o, "winograd_weight_transform"), 0);
+  check_pipeline(g, opt);
+}
 
 TEST(GraphPasses, MobileNetV2PreservesResults) {
   PassOptions opt;
@@ -111,6 +126,99 @@ TEST(GraphPasses, SimplifyInferenceWithParametersGivenAtRunTime) {
   EXPECT_EQ(count_ops(s, "sqrt"), 0);  // gamma / sqrt(var + eps) folded, mean * scale not
   std::vector<NDArray> in = test::graph_inputs(g);
   EXPECT_EQ(compare_outputs(run_reference(s, in), run_reference(g, in)), "");
+}
+
+/// 3x3 convolutions: 64 -> 64 channels stride 1 (Winograd can take it; bias and relu after),
+/// then 64 -> 64 stride 2 and 64 -> 32 stride 1 (it cannot: stride, and too few channels).
+Graph winograd_candidates() {
+  GraphBuilder b("winograd");
+  Value x = b.input("x", {{1, 64, 9, 10}, DataType::Float(32), "NCHW"});
+  Conv2dAttrs pad1;
+  pad1.padding = {1, 1};
+  Value c1 = b.relu(b.conv2d(x, b.constant("w1", random_array({64, 64, 3, 3}, 1, -0.1, 0.1)),
+                             b.constant("b1", random_array({64}, 2)), pad1, "c1"),
+                    "r1");
+  Conv2dAttrs s2 = pad1;
+  s2.strides = {2, 2};
+  Value c2 = b.conv2d(c1, b.constant("w2", random_array({64, 64, 3, 3}, 3, -0.1, 0.1)), s2, "c2");
+  b.output(b.conv2d(c2, b.constant("w3", random_array({32, 64, 3, 3}, 4, -0.1, 0.1)), pad1, "c3"));
+  return b.build();
+}
+
+TEST(GraphPasses, AlterLayoutTakesWinogradOnlyWhenAskedAndWhereItApplies) {
+  const Graph g = winograd_candidates();
+  Graph d = optimize(g);
+  EXPECT_EQ(count_ops(d, "conv2d_nchwc_winograd"), 0) << "the default stays direct";
+  EXPECT_EQ(count_ops(d, "conv2d_nchwc"), 3);
+
+  PassOptions opt;
+  opt.layout.winograd_tile = 4;
+  Graph w = optimize(g, opt);
+  EXPECT_EQ(count_ops(w, "conv2d_nchwc_winograd"), 1) << w;
+  EXPECT_EQ(count_ops(w, "conv2d_nchwc"), 2);
+  EXPECT_EQ(count_ops(w, "winograd_weight_transform"), 0) << "folded with the constant weight\n" << w;
+  const Node& c1 = w.nodes[size_t(w.at("c1"))];
+  EXPECT_EQ(c1.op, "conv2d_nchwc_winograd");
+  EXPECT_TRUE(w.node(c1.inputs[1]).is_constant());
+  EXPECT_EQ(w.type(c1.inputs[1]).shape, (std::vector<int64_t>{6, 6, 4, 4, 16, 16}));
+  EXPECT_EQ(c1.outputs[0].layout, "NCHW16c");
+  // Its bias and relu fuse with it, as with the direct convolution.
+  bool fused = false;
+  for (const auto& grp : test::group_members(w))
+    fused |= grp == std::vector<std::string>{"c1", "r1"};
+  EXPECT_TRUE(fused) << w;
+  check_pipeline(g, opt);
+
+  // choose_winograd decides per node (here: F(2) for c1); it is asked only where Winograd applies.
+  std::vector<std::string> asked;
+  opt.layout.choose_winograd = [&](const Graph& src, int node, int64_t ib, int64_t ob) -> int64_t {
+    asked.push_back(fmt::format("{} {} {}", src.nodes[size_t(node)].name, ib, ob));
+    return 2;
+  };
+  Graph w2 = optimize(g, opt);
+  EXPECT_EQ(asked, std::vector<std::string>{"c1 16 16"});
+  EXPECT_EQ(w2.type(w2.nodes[size_t(w2.at("c1"))].inputs[1]).shape, (std::vector<int64_t>{4, 4, 4, 4, 16, 16}));
+  std::vector<NDArray> in = test::graph_inputs(g);
+  EXPECT_EQ(compare_outputs(run_reference(w2, in), run_reference(g, in)), "");
+  opt.layout.choose_winograd = [](const Graph&, int, int64_t, int64_t) -> int64_t { return 7; };
+  try {
+    optimize(g, opt);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Winograd tile 7 for conv2d 'c1' is not in 2..6"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(GraphPasses, WinogradIfFasterComparesTheTunedRecords) {
+  const Graph g = winograd_candidates();
+  const Target llvm("llvm");
+  auto record = [&](const std::string& op, std::map<std::string, std::string> attrs, double cost) {
+    tuner::Task t = tuner::Task::create(op, {1, 64, 9, 10, 64, 3, 3}, llvm, "float32", std::move(attrs));
+    records::Record r;
+    r.workload = t.workload();
+    r.target = t.target().str();
+    r.config = t.space().get(t.default_index()).to_record();
+    r.result.costs = {cost};
+    return r;
+  };
+  const records::Record direct = record("conv2d_nchwc", {{"stride", "1"}, {"pad", "1"}}, 1e-3);
+  const records::Record f4 = record("conv2d_nchwc_winograd", {{"pad", "1"}}, 4e-4);  // tile_size 4: the default
+  const records::Record f2 = record("conv2d_nchwc_winograd", {{"pad", "1"}, {"tile_size", "2"}}, 6e-4);
+  auto pick = [&](const std::vector<records::Record>& rs) {
+    auto best = std::make_shared<records::ApplyHistoryBest>();
+    for (const auto& r : rs) best->add(r);
+    PassOptions opt;
+    opt.layout.choose_winograd = winograd_if_faster(best, llvm);
+    Graph w = optimize(g, opt);
+    const Node& c1 = w.nodes[size_t(w.at("c1"))];
+    return c1.op == "conv2d_nchwc" ? int64_t(0) : w.type(c1.inputs[1]).shape[0] - 2;
+  };
+  EXPECT_EQ(pick({direct, f4, f2}), 4);
+  EXPECT_EQ(pick({direct, f2}), 2);
+  EXPECT_EQ(pick({record("conv2d_nchwc", {{"stride", "1"}, {"pad", "1"}}, 1e-4), f4, f2}), 0);
+  EXPECT_EQ(pick({f4, f2}), 0) << "without a record of the direct workload it stays direct";
+  EXPECT_EQ(pick({direct}), 0);
 }
 
 TEST(GraphPasses, AlterLayoutEntersChangesBlocksAndLeavesRegions) {

@@ -252,6 +252,15 @@ TEST_F(Arith, VectorRampsAndBroadcasts) {
               te::make<te::BroadcastNode>(Expr(1), 8));
 }
 
+TEST_F(Arith, VectorSelectOnAConstantConditionFolds) {
+  // As vectorizing leaves the select of an unrolled index: the condition broadcast to lanes.
+  Expr r = te::make<te::RampNode>(x, Expr(1), 8), b = te::make<te::BroadcastNode>(y, 8);
+  auto vsel = [&](Expr c) { return te::make<te::SelectNode>(te::make<te::BroadcastNode>(c, 8), r, b); };
+  EXPECT_SAME(te::simplify(vsel(Expr(2) == Expr(2))), r);
+  EXPECT_SAME(te::simplify(vsel(Expr(2) == Expr(3))), b);
+  EXPECT_TRUE(te::simplify(vsel(x < y)).as<te::SelectNode>());
+}
+
 // ---------------------------------------------------------------- div/mod of ramps
 // Helpers: raw vector div/mod nodes of a ramp by a broadcast constant, as vectorize_loops
 // leaves them, and the ramp/broadcast the simplifier should turn them into.

@@ -18,6 +18,7 @@ std::vector<Template> builtin_templates() {
                                dense_bias_relu_template(),
                                conv2d_nchw_template(),
                                conv2d_nchwc_template(),
+                               conv2d_nchwc_winograd_template(),
                                depthwise_conv2d_nchw_template(),
                                depthwise_conv2d_nchwc_template(),
                                softmax_template()};

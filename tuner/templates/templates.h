@@ -22,6 +22,7 @@ Template dense_pack_template();
 Template dense_bias_relu_template();
 Template conv2d_nchw_template();
 Template conv2d_nchwc_template();
+Template conv2d_nchwc_winograd_template();
 Template depthwise_conv2d_nchw_template();
 Template depthwise_conv2d_nchwc_template();
 Template softmax_template();

@@ -3,11 +3,14 @@
 #pragma once
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "loom/graph_opt/graph.h"
+#include "loom/records/record.h"
+#include "loom/runtime/target.h"
 
 namespace loom::graph_opt {
 
@@ -44,7 +47,28 @@ struct LayoutOptions {
   /// dense with a constant weight becomes dense_pack with the weight packed OI{b}o, b this
   /// (0: dense stays).
   int64_t dense_block = 16;
+  /// Winograd F(m×m, 3×3): a conv2d that can take it (3×3, stride 1, dilation 1, groups 1,
+  /// padding symmetric and at most 2, a constant weight, blocked input, at least
+  /// `winograd_min_channels` input and output channels) becomes conv2d_nchwc_winograd with m
+  /// this (2..6) and its weight transformed by winograd_weight_transform (folded with the
+  /// constant); 0 (the default): it stays conv2d_nchwc.
+  int64_t winograd_tile = 0;
+  int64_t winograd_min_channels = 64;
+  /// If set, m for a given conv2d node that can take Winograd (0: direct) instead of
+  /// `winograd_tile`, given the data and output channel blocks `ib`, `ob` chosen for it, e.g.
+  /// winograd_if_faster.
+  std::function<int64_t(const Graph&, int node, int64_t ib, int64_t ob)> choose_winograd;
 };
+
+/// A LayoutOptions::choose_winograd that compares tuning records: for a convolution, the m
+/// of `tiles` whose conv2d_nchwc_winograd workload (tile_size m) has the fastest best record
+/// in `best` on `target`, if that is faster than the best record of the conv2d_nchwc
+/// workload the node would otherwise be; 0 (direct) when the direct workload has no record,
+/// no Winograd one has, or direct is faster. Workloads are those of the operators'
+/// strategies (te::ops::select_template), so `loom tune` logs of them apply.
+std::function<int64_t(const Graph&, int, int64_t, int64_t)> winograd_if_faster(
+    std::shared_ptr<const records::ApplyHistoryBest> best, const Target& target,
+    std::vector<int64_t> tiles = {2, 3, 4, 5, 6});
 
 /// Converts NCHW conv2d regions to channel-blocked layouts: conv2d runs on NCHW{b}c data
 /// with OIHW{b}i{b}o weights (weights transformed by layout_transform on the constant, folded

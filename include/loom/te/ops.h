@@ -77,6 +77,42 @@ Tensor conv2d_nchwc(const Tensor& data, const Tensor& kernel, Pair stride = {1, 
 Tensor depthwise_conv2d_nchwc(const Tensor& data, const Tensor& kernel, Pair stride = {1, 1}, Pair padding = {0, 0},
                               Pair dilation = {1, 1}, const std::string& name = "depthwise_conv2d_nchwc");
 
+/// The matrices of Winograd's minimal filtering F(m×m, r×r) (Lavin & Gray 2015), built by
+/// Toom-Cook on the points 0, 1, -1, 2, -2, 1/2, -1/2 (the first alpha-1) and infinity: for
+/// a tile d of alpha×alpha inputs (alpha = m + r - 1) and a filter g of r×r,
+/// Aᵀ[(G g Gᵀ) ⊙ (Bᵀ d B)]A is their m×m correlation. Row-major.
+struct WinogradMatrices {
+  int64_t m, r, alpha;
+  std::vector<double> AT;  // [m][alpha]
+  std::vector<double> G;   // [alpha][r]
+  std::vector<double> BT;  // [alpha][alpha]
+};
+/// Throws unless 1 <= m, 2 <= r and m + r - 2 <= 7 (the points available).
+WinogradMatrices winograd_matrices(int64_t m, int64_t r = 3);
+
+/// The Winograd weight transform U = G g Gᵀ of F(tile_size×tile_size, 3×3) for a 3×3 kernel
+/// [K/ob, C/ib, 3, 3, ib, ob] ("OIHW{ib}i{ob}o") -> [alpha, alpha, K/ob, C/ib, ib, ob], alpha =
+/// tile_size + 2, tile_size in [2, 6]. Two stages ("<name>_rows" = G g, then ·Gᵀ), tag
+/// "winograd_weight".
+Tensor winograd_weight_transform(const Tensor& kernel, int64_t tile_size,
+                                 const std::string& name = "winograd_weight_transform");
+
+/// A 3×3 convolution with stride 1 and dilation 1 by Winograd's F(m×m, 3×3) on NCHW{ib}c data
+/// [N, C/ib, H, W, ib] with a transformed weight [alpha, alpha, K/ob, C/ib, ib, ob] (from
+/// winograd_weight_transform; m = alpha - 2 in [2, 6]) -> [N, K/ob, OH, OW, ob], OH = H +
+/// 2·padding - 2. The output is cut into nH×nW tiles of m×m (nH = ceil(OH/m); P = N·nH·nW
+/// tiles, the last row and column cropped). Stages, as the template finds them by name:
+///   "pad"                   data padded by `padding` and up to whole tiles (absent when
+///                           neither is needed), tag "injective";
+///   "winograd_input_rows"   [C/ib, P, alpha, alpha, ib]: Bᵀ d of each tile;
+///   "winograd_input"        [alpha, alpha, C/ib, P, ib]: V = (Bᵀ d) B;
+///   "winograd_gemm"         [alpha, alpha, K/ob, P, ob]: M = Σ_c U·V per point (reduce axes
+///                           "rco", "rci"), tag "winograd_gemm";
+///   "winograd_output_rows"  [K/ob, P, m, alpha, ob]: Aᵀ M of each tile;
+///   the output              (Aᵀ M) A, cropped, tag "conv2d_nchwc_winograd".
+Tensor conv2d_nchwc_winograd(const Tensor& data, const Tensor& weight, Pair padding = {1, 1},
+                             const std::string& name = "conv2d_nchwc_winograd");
+
 // ---------------------------------------------------------------- pooling (NCHW or NCHW{c}c)
 // data is [N,C,H,W] or channel-blocked [N,C/c,H,W,c]: the window slides over dims 2 and 3.
 /// Max over each kernel window; padding takes the dtype's lowest value. Output size

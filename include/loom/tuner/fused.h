@@ -61,7 +61,8 @@ struct FusedSchedule {
 /// The schedule of a fused group on `target`. With `group.call` naming a template for the
 /// target that takes an epilogue (Template::schedule_epilogue) and a group of one output
 /// whose other operators are elementwise/broadcast stages of the anchor's output shape (and
-/// injective stages feeding them): the anchor's reduction is replaced by the template's
+/// injective stages feeding them): the anchor's reduction (or, for a computation of several
+/// stages, its stage tagged with the template's name) is replaced by the template's
 /// computation of the same workload, the group rebuilt on it, and scheduled with the best
 /// config in `best` for the workload (under any of the template's names) or else the
 /// template's default. Otherwise, or if the template rejects the group or its config, the
