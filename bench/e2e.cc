@@ -303,20 +303,24 @@ int run(const cli::Args& a) {
     std::vector<NDArray> in = {runtime::load_npy(input)};
     std::vector<Variant> variants;
     for (const std::string& name : o.variants) {
-      std::optional<records::ApplyHistoryBest> best;
+      std::shared_ptr<records::ApplyHistoryBest> best;
       TuningCost cost;
+      graph_opt::CompileOptions copt;
       if (name != "untuned") {
         std::string log = log_for(o, model, name);
         if (!fs::exists(log)) {
           std::cout << fmt::format("{}: {}: skipped (no log {}; --tune makes it)\n", model, name, log);
           continue;
         }
-        best.emplace(log);
+        best = std::make_shared<records::ApplyHistoryBest>(log);
         cost = tuning_cost(log);
+        // 3x3 convolutions as Winograd where the log's best Winograd record beats the direct one
+        // (loom tune-model --winograd M adds those tasks; `loom compile --winograd auto`).
+        copt.passes.layout.choose_winograd = graph_opt::winograd_if_faster(best, Target("llvm"));
       }
       graph_opt::CompileReport report;
       auto t0 = Clock::now();
-      Variant v{name, graph_opt::compile(g, Target("llvm"), best ? &*best : nullptr, {}, &report), report.kernels.size(), 0,
+      Variant v{name, graph_opt::compile(g, Target("llvm"), best.get(), copt, &report), report.kernels.size(), 0,
                 cost};
       for (const auto& k : report.kernels) v.tuned += k.tuned;
       std::cerr << fmt::format("{}: {}: {} kernels ({} tuned), compiled in {:.1f} s\n", model, name, v.kernels, v.tuned,

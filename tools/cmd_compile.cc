@@ -34,12 +34,16 @@ int run(const Args& a) {
   std::cout << fmt::format("{}: graph '{}', {} operators, {} input{}, {} output{}\n", model, g.name, g.num_ops(),
                            g.input_nodes().size(), g.input_nodes().size() == 1 ? "" : "s", g.outputs.size(),
                            g.outputs.size() == 1 ? "" : "s");
-  records::ApplyHistoryBest best;
+  auto best = std::make_shared<records::ApplyHistoryBest>();
   for (const std::string& f : logs)
-    for (const records::Record& r : records::read_log(f, &std::cerr).records) best.add(r);
+    for (const records::Record& r : records::read_log(f, &std::cerr).records) best->add(r);
+  if (a.str("--winograd") == "auto") {
+    if (logs.empty()) a.usage_error("--winograd auto compares tuning records: give --log");
+    opt.passes.layout.choose_winograd = graph_opt::winograd_if_faster(best, target);
+  }
 
   graph_opt::CompileReport report;
-  runtime::Module m = graph_opt::compile(g, target, logs.empty() ? nullptr : &best, opt, &report);
+  runtime::Module m = graph_opt::compile(g, target, logs.empty() ? nullptr : best.get(), opt, &report);
 
   int tuned = 0, templated = 0;
   std::cout << fmt::format("{} kernels (level {}; {} distinct functions), in execution order:\n", report.kernels.size(),
@@ -71,7 +75,7 @@ Command compile_command() {
   Command c;
   c.name = "compile";
   c.synopsis = "compile a network (model.json or model.onnx) into one self-contained library";
-  c.usage = "MODEL.json|MODEL.onnx -o MODEL.so [--log FILE ...] [--target T] [--opt-level N] [--disable PASS ...]";
+  c.usage = "MODEL.json|MODEL.onnx -o MODEL.so [--log FILE ...] [--target T] [--opt-level N] [--disable PASS ...] [--winograd M|auto]";
   c.description =
       "Reads a model file (docs/graph.md) or an ONNX model (docs/onnx.md), optimizes and fuses it\n"
       "(--opt-level, default 3: folding, fusion, channel-blocked layouts), plans its memory,\n"

@@ -30,6 +30,9 @@ int run(const Args& a) {
   const std::string log = list_only ? a.str("--log") : a.required("--log");
   const Target target = network_target(a);
   if (a.has("--trials") && a.has("--trials-per-task")) a.usage_error("give --trials or --trials-per-task, not both");
+  if (a.str("--winograd") == "auto")
+    a.usage_error("--winograd auto picks between tuned records at compile time; tune with --winograd M (2..6), "
+                  "then compile with --winograd auto or M");
   const graph_opt::CompileOptions copt = compile_options(a);
 
   tuner::TaskSchedulerOptions opt;
@@ -109,8 +112,9 @@ int run(const Args& a) {
     std::cout << "estimate  none: some task has no successful trial\n";
   std::cout << fmt::format("log       {}\n", log);
   if (!opt.latency_file.empty()) std::cout << fmt::format("latency   {}\n", opt.latency_file);
-  std::cout << fmt::format("next      loom compile {} --log {} -o MODEL.so{}\n", model, log,
-                           copt.passes.opt_level != 3 ? fmt::format(" --opt-level {}", copt.passes.opt_level) : "");
+  std::cout << fmt::format("next      loom compile {} --log {} -o MODEL.so{}{}\n", model, log,
+                           copt.passes.opt_level != 3 ? fmt::format(" --opt-level {}", copt.passes.opt_level) : "",
+                           copt.passes.layout.winograd_tile ? " --winograd auto" : "");
   return std::isfinite(s.estimated_s) ? 0 : kExitFailure;
 }
 

@@ -54,7 +54,10 @@ Target network_target(const Args& a) {
 
 std::vector<Option> pass_options() {
   return {{"--opt-level", "N", "graph optimization level: 0 (no fusion) to 3 (default)"},
-          {"--disable", "PASS", "skip a graph pass by name", true}};
+          {"--disable", "PASS", "skip a graph pass by name", true},
+          {"--winograd", "M|auto",
+           "3x3 stride-1 convolutions with 64 or more channels run as Winograd F(MxM,3x3), M in 2..6; auto "
+           "(compile only): those whose best Winograd record in --log beats the direct one's (default: direct)"}};
 }
 
 graph_opt::CompileOptions compile_options(const Args& a) {
@@ -66,6 +69,8 @@ graph_opt::CompileOptions compile_options(const Args& a) {
       a.usage_error("--disable: no pass named '{}' (passes: {})", p, fmt::join(names, ", "));
     opt.passes.disabled.insert(p);
   }
+  const std::string wino = a.str("--winograd");
+  if (!wino.empty() && wino != "auto") opt.passes.layout.winograd_tile = a.integer("--winograd", 0, 2, 6);
   return opt;
 }
 

@@ -27,7 +27,8 @@ Target network_target(const Args& a);
 
 /// --opt-level N and --disable PASS (repeated), as compile takes them.
 std::vector<Option> pass_options();
-/// The CompileOptions they give (UsageError naming an unknown pass).
+/// The CompileOptions they give (UsageError naming an unknown pass). `--winograd auto` sets
+/// nothing here: it needs the tuning records (compile's LayoutOptions::choose_winograd).
 graph_opt::CompileOptions compile_options(const Args& a);
 
 }  // namespace loom::cli
