@@ -198,6 +198,35 @@ TEST_F(CliTest, CompileThenRunMatchesTheReference) {
   EXPECT_HAS(o0.out, "8 kernels (level 0; 7 distinct functions)");  // the two relus share one
 }
 
+TEST_F(CliTest, CompileWithWinogradMatchesTheReference) {
+  using namespace graph_opt;
+  GraphBuilder b("wino_net");
+  Value x = b.input("image", {{1, 64, 10, 10}, f32, "NCHW"});
+  Conv2dAttrs ca;
+  ca.padding = {1, 1};
+  b.output(b.relu(b.conv2d(x, b.constant("w", random_array({64, 64, 3, 3}, 1, -0.1, 0.1)),
+                           b.constant("bias", random_array({64}, 2)), ca, "conv"),
+                  "relu"));
+  Graph g = b.build();
+  save_graph(g, path("wino.json"));
+  Result c = loom("compile " + path("wino.json") + " -o " + path("wino.so") + " --winograd 2");
+  ASSERT_EQ(c.rc, 0) << c.out << c.err;
+  EXPECT_HAS(c.out, "conv2d_nchwc_winograd");
+  EXPECT_HAS(c.err, "warning: no tuning record for conv2d_nchwc_winograd(1,64,10,10,64,3,3;float32;pad=1,tile_size=2)");
+  NDArray in = random_array({1, 64, 10, 10}, 3);
+  runtime::save_npy(path("x.npy"), in);
+  Result r = loom("run " + path("wino.so") + " --input " + path("x.npy") + " --output " + path("y.npy") + " --repeat 1");
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(test::compare_arrays(runtime::load_npy(path("y.npy")), run_reference(g, {in})[0], {1e-4, 1e-4}, "relu"),
+            "");
+  // auto without a Winograd record: direct.
+  std::ofstream(path("empty.jsonl")) << "";
+  Result a = loom("compile " + path("wino.json") + " -o " + path("wino_auto.so") + " --winograd auto --log " +
+                  path("empty.jsonl"));
+  ASSERT_EQ(a.rc, 0) << a.out << a.err;
+  EXPECT_EQ(a.out.find("conv2d_nchwc_winograd"), std::string::npos) << a.out;
+}
+
 TEST_F(CliTest, CompileErrors) {
   graph_opt::save_graph(small_net(), path("net.json"));
   std::ofstream(path("bad.json")) << "{ \"version\": 1, \"nodes\": [ {\"name\": \"x\"} ";
@@ -218,6 +247,9 @@ TEST_F(CliTest, CompileErrors) {
       {"compile " + net + out + " --log " + path("missing.jsonl"), 2, "--log"},
       {"compile " + path("bad.json") + out, 1, "bad.json"},
       {"compile " + net + " -o " + dir_.string(), 2, "is a directory"},
+      {"compile " + net + out + " --winograd 7", 2, "--winograd"},
+      {"compile " + net + out + " --winograd auto", 2, "--winograd auto compares tuning records: give --log"},
+      {"tune-model " + net + " --log " + path("t.jsonl") + " --winograd auto", 2, "tune with --winograd M"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args);
