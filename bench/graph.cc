@@ -218,14 +218,17 @@ void tune_model(const std::string& model, const graph_opt::Graph& g, const std::
   }
 }
 
-Variant compile_variant(const std::string& name, const graph_opt::Graph& g, const records::ApplyHistoryBest* best) {
+Variant compile_variant(const std::string& name, const graph_opt::Graph& g,
+                        const std::shared_ptr<records::ApplyHistoryBest>& best) {
   graph_opt::CompileOptions opt;
+  // 3x3 convolutions as Winograd where the log's best Winograd record beats the direct one.
+  if (best) opt.passes.layout.choose_winograd = graph_opt::winograd_if_faster(best, Target("llvm"));
   if (name == "unfused") opt.passes.opt_level = 2, opt.passes.fuse.level = 0;
   else if (name == "fused") opt.passes.opt_level = 2;
   else opt.passes.opt_level = 3;
   graph_opt::CompileReport report;
   auto t0 = std::chrono::steady_clock::now();
-  Variant v{name, graph_opt::compile(g, Target("llvm"), best, opt, &report), 0, report.kernels.size()};
+  Variant v{name, graph_opt::compile(g, Target("llvm"), best.get(), opt, &report), 0, report.kernels.size()};
   v.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   int tuned = 0;
   for (const auto& k : report.kernels) tuned += k.tuned;
@@ -273,8 +276,7 @@ int run(const cli::Args& a) {
         std::cout << fmt::format("{}: tuned: skipped (no log {})\n", model, o.log_dir.empty() ? "(--log-dir)" : log.string());
         continue;
       }
-      records::ApplyHistoryBest best(log.string());
-      variants.push_back(compile_variant("tuned", g, &best));
+      variants.push_back(compile_variant("tuned", g, std::make_shared<records::ApplyHistoryBest>(log.string())));
     }
 
     for (int threads : o.threads) {
