@@ -5,6 +5,7 @@
 
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "loom/te/expr_functor.h"
 
@@ -54,13 +55,21 @@ struct Scheduler {
   Target target;
   int lanes;
   std::string* why;
+  /// Extents of the loops this scheduler made by split and fuse (whose domains are only
+  /// known after bound inference).
+  std::unordered_map<const void*, int64_t> made_extents = {};
 
   void note(const std::string& line) {
     if (why) *why += line + "\n";
   }
 
+  int64_t extent_of(const IterVar& iv) const {
+    auto it = made_extents.find(iv.get());
+    return it != made_extents.end() ? it->second : ::loom::tuner::extent_of(iv);
+  }
+
   /// The position of the innermost spatial axis of extent > 1, or -1.
-  static int vector_axis(const std::vector<IterVar>& axes) {
+  int vector_axis(const std::vector<IterVar>& axes) const {
     for (int i = int(axes.size()) - 1; i >= 0; --i)
       if (extent_of(axes[size_t(i)]) > 1) return i;
     return -1;
@@ -85,6 +94,7 @@ struct Scheduler {
     if (w < e) {
       auto [o, i] = st.split(axis, te::Expr(w));
       st.vectorize(i);
+      made_extents[o.get()] = (e + w - 1) / w;
       return o;
     }
     st.vectorize(axis);
@@ -93,8 +103,11 @@ struct Scheduler {
 
   void parallel_outer(Stage st, std::vector<IterVar> outer, int64_t elements) {
     if (outer.empty()) return;
+    int64_t iterations = 1;
+    for (const IterVar& iv : outer) iterations *= extent_of(iv);
     IterVar f = outer.size() > 1 ? st.fuse(outer) : outer[0];
-    if (elements >= kParallelMinElements && extent_of(f) > 1) st.parallel(f);
+    made_extents[f.get()] = iterations;
+    if (elements >= kParallelMinElements && iterations > 1) st.parallel(f);
   }
 
   int64_t numel(const Stage& st) {
@@ -196,8 +209,9 @@ struct Scheduler {
 
   void cuda(Stage st) {
     std::vector<IterVar> axes = st->op->axis;
+    int64_t n = 1;
+    for (const IterVar& iv : axes) n *= extent_of(iv);
     IterVar f = axes.size() > 1 ? st.fuse(axes) : axes[0];
-    const int64_t n = extent_of(f);
     const int64_t threads = std::min<int64_t>(256, n);
     auto [bx, tx] = st.split(f, te::Expr(threads));
     st.bind(bx, te::thread_axis("blockIdx.x"));

@@ -189,6 +189,19 @@ TEST(ScheduleByPattern, RowReductionsAreRfactoredAndKeptAxesVectorized) {
   EXPECT_MATCHES_REFERENCE(s2, args);
 }
 
+TEST(ScheduleByPattern, LargeStagesRunTheirFusedOuterLoopsInParallel) {
+  // Rows and the column vectors' outer loop fused into one parallel loop: 128 x (3072 / lanes).
+  std::vector<Tensor> args;
+  Tensor x = input({128, 3072}, "x", &args);
+  Tensor out = op("multiply", {x, op("erf", {x})});
+  args.push_back(out);
+  Schedule s = schedule_by_pattern({out}, Target("llvm"));
+  std::ostringstream ir;
+  ir << lowering::lower(s, args, "f").body;
+  EXPECT_NE(ir.str().find(fmt::format(", 0, {}) parallel {{", 128 * 3072 / lanes())), std::string::npos) << ir.str();
+  EXPECT_MATCHES_REFERENCE(s, args);
+}
+
 TEST(ScheduleByPattern, CudaSchedulesBindThreads) {
   std::vector<Tensor> args;
   Tensor out = op("relu", {op("add", {input({3, 40}, "x", &args), input({40}, "y", &args)})});
@@ -198,6 +211,7 @@ TEST(ScheduleByPattern, CudaSchedulesBindThreads) {
   ASSERT_EQ(f.device_funcs.size(), 1u);
   std::string src = codegen::cuda_source(f);
   EXPECT_NE(src.find("threadIdx.x"), std::string::npos) << src;
+  EXPECT_NE(src.find("120"), std::string::npos) << "120 threads in one block:\n" << src;
   if (!codegen::nvrtc_available()) GTEST_SKIP() << "NVRTC not available: " << codegen::nvrtc_unavailable_reason();
   EXPECT_NE(codegen::compile_to_ptx(src, "sm_80").find(".entry"), std::string::npos);
 }
