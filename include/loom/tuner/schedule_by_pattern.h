@@ -17,7 +17,8 @@ namespace loom::tuner {
 /// - a stage without reduction (an injective output): its innermost axis of extent > 1 is
 ///   split by the target's vector lanes (the tail left to the partial-tile passes) and
 ///   vectorized, or vectorized whole when shorter; the other axes are fused into one
-///   parallel loop (when the stage has at least 4096 elements);
+///   parallel loop (when the stage has at least 32768 elements of work: output elements ×
+///   reduction extent);
 /// - a reduction whose innermost input dimension is indexed by a kept axis (pooling, a
 ///   softmax along an outer axis): that axis is vectorized as above, the reduction
 ///   accumulating in a register tile inside the vector loop; one whose innermost input
