@@ -29,6 +29,12 @@ std::vector<std::string> split_list(const std::string& s, char sep) {
   return out;
 }
 
+void int_list_option(const cli::Args& a, const std::string& name, std::vector<int>* out) {
+  if (!a.has(name)) return;
+  out->clear();
+  for (int64_t v : cli::parse_int_list(name, a.str(name))) out->push_back(int(v));
+}
+
 int parse_int(const std::string& s, const char* what) {
   char* end = nullptr;
   long v = std::strtol(s.c_str(), &end, 10);

@@ -6,6 +6,8 @@
 #include <loom/tuner/measure.h>
 #include <loom/tuner/task.h>
 
+#include "cli.h"
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,6 +15,8 @@
 namespace loom::bench {
 
 std::vector<std::string> split_list(const std::string& s, char sep);
+/// Replaces `out` with the integers of list option `name` ("1,2") of `a`, when it is given.
+void int_list_option(const cli::Args& a, const std::string& name, std::vector<int>* out);
 /// A positive integer (loom::Error naming `what` otherwise).
 int parse_int(const std::string& s, const char* what);
 

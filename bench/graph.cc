@@ -82,10 +82,7 @@ Options options_from(const cli::Args& a) {
   if (a.has("--models")) o.models = bench::split_list(a.str("--models"), ',');
   for (const auto& m : o.models)
     if (m != "resnet18" && m != "mobilenet_v2") a.usage_error("--models: unknown model '{}'", m);
-  if (a.has("--threads")) {
-    o.threads.clear();
-    for (int64_t t : cli::parse_int_list("--threads", a.str("--threads"))) o.threads.push_back(int(t));
-  }
+  bench::int_list_option(a, "--threads", &o.threads);
   if (a.has("--variants")) o.variants = bench::split_list(a.str("--variants"), ',');
   for (const auto& v : o.variants)
     if (v != "unfused" && v != "fused" && v != "laid_out" && v != "tuned") a.usage_error("--variants: unknown '{}'", v);

@@ -90,10 +90,7 @@ Options options_from(const cli::Args& a) {
   if (a.has("--sections")) o.sections = bench::split_list(a.str("--sections"), ',');
   for (const auto& s : o.sections)
     if (s != "matmul" && s != "conv") a.usage_error("--sections: unknown section '{}' (expected matmul, conv)", s);
-  if (a.has("--threads")) {
-    o.threads.clear();
-    for (int64_t v : cli::parse_int_list("--threads", a.str("--threads"))) o.threads.push_back(int(v));
-  }
+  bench::int_list_option(a, "--threads", &o.threads);
   o.repeat = int(a.integer("--repeat", o.repeat, 1, 1000));
   o.min_repeat_ms = a.number("--min-repeat-ms", o.min_repeat_ms, 0);
   o.timeout_s = a.number("--timeout-s", o.timeout_s, 0.001);

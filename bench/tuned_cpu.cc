@@ -103,11 +103,6 @@ cli::Command command() {
 
 Options options_from(const cli::Args& a) {
   Options o;
-  auto ints = [&](const std::string& name, std::vector<int>& out) {
-    if (!a.has(name)) return;
-    out.clear();
-    for (int64_t v : cli::parse_int_list(name, a.str(name))) out.push_back(int(v));
-  };
   o.log_dir = a.str("--log-dir", o.log_dir);
   o.trials = int(a.integer("--trials", o.trials, 0, 1 << 30));
   o.conv_trials = int(a.integer("--conv-trials", o.conv_trials, 0, 1 << 30));
@@ -117,8 +112,8 @@ Options options_from(const cli::Args& a) {
   for (const auto& s : o.sections)
     if (s != "matmul" && s != "dense" && s != "conv")
       a.usage_error("--sections: unknown section '{}' (expected matmul, dense, conv)", s);
-  ints("--matmul-sizes", o.matmul_sizes);
-  ints("--threads", o.threads);
+  bench::int_list_option(a, "--matmul-sizes", &o.matmul_sizes);
+  bench::int_list_option(a, "--threads", &o.threads);
   o.repeat = int(a.integer("--repeat", o.repeat, 1, 1000));
   o.min_repeat_ms = a.number("--min-repeat-ms", o.min_repeat_ms, 0);
   o.timeout_s = a.number("--timeout-s", o.timeout_s, 0.001);

@@ -57,10 +57,7 @@ cli::Command command() {
 
 Options options_from(const cli::Args& a) {
   Options o;
-  if (a.has("--threads")) {
-    o.threads.clear();
-    for (int64_t v : cli::parse_int_list("--threads", a.str("--threads"))) o.threads.push_back(int(v));
-  }
+  bench::int_list_option(a, "--threads", &o.threads);
   o.repeat = int(a.integer("--repeat", o.repeat, 1, 1000));
   if (a.has("--ops")) o.ops = bench::split_list(a.str("--ops"), ',');
   for (const auto& op : o.ops)

@@ -79,17 +79,12 @@ cli::Command command() {
 
 Options options_from(const cli::Args& a) {
   Options o;
-  auto ints = [&](const std::string& name, std::vector<int>& out) {
-    if (!a.has(name)) return;
-    out.clear();
-    for (int64_t v : cli::parse_int_list(name, a.str(name))) out.push_back(int(v));
-  };
   o.log_dir = a.str("--log-dir", o.log_dir);
   o.trials = int(a.integer("--trials", o.trials, 0, 1 << 30));
-  ints("--tile-sizes", o.tile_sizes);
+  bench::int_list_option(a, "--tile-sizes", &o.tile_sizes);
   for (int m : o.tile_sizes)
     if (m < 2 || m > 6) a.usage_error("--tile-sizes: {} is not in 2..6", m);
-  ints("--threads", o.threads);
+  bench::int_list_option(a, "--threads", &o.threads);
   o.repeat = int(a.integer("--repeat", o.repeat, 1, 1000));
   o.settle_ms = a.number("--settle-ms", o.settle_ms, 0);
   o.min_repeat_ms = a.number("--min-repeat-ms", o.min_repeat_ms, 0);

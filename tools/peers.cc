@@ -147,44 +147,46 @@ void combine(Peer& p) {
   };
 }
 
+/// A peer that runs one oneDNN primitive from loom's input 0 to its output, both plain arrays
+/// of `md`, on engine `eng`.
+Peer src_to_dst_peer(std::string name, const dnnl::engine& eng, const dnnl::primitive& prim,
+                     const dnnl::memory::desc& md) {
+  struct State {
+    dnnl::engine eng;  // outlives the stream and memories made on it
+    dnnl::stream strm;
+    dnnl::primitive prim;
+    dnnl::memory src, dst;
+  };
+  auto st = std::make_shared<State>(
+      State{eng, dnnl::stream(eng), prim, dnnl::memory(md, eng, nullptr), dnnl::memory(md, eng, nullptr)});
+  Peer p{std::move(name), "onednn", nullptr, nullptr, nullptr, nullptr};
+  p.run = [st](const std::vector<runtime::NDArray>& in, const runtime::NDArray& out) {
+    st->src.set_data_handle(in[0].raw_data());
+    st->dst.set_data_handle(out.raw_data());
+    st->prim.execute(st->strm, {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_DST, st->dst}});
+    st->strm.wait();
+  };
+  return p;
+}
+
 /// oneDNN softmax along the last axis of a row-major [N, M] tensor (the softmax template's
 /// workload; any leading axes folded into N), on loom's arrays in place of its own.
 Peer dnnl_softmax_peer(const records::Workload& w) {
   using namespace dnnl;
-  using tag = memory::format_tag;
-  using dt = memory::data_type;
-  struct State {
-    engine eng{engine::kind::cpu, 0};
-    stream strm{eng};
-    softmax_forward sm;
-    memory src, dst;
-  };
-  auto st = std::make_shared<State>();
-  memory::desc md({w.shape[0], w.shape[1]}, dt::f32, tag::ab);
+  engine eng(engine::kind::cpu, 0);
+  memory::desc md({w.shape[0], w.shape[1]}, memory::data_type::f32, memory::format_tag::ab);
 #if DNNL_VERSION_MAJOR >= 3
-  softmax_forward::primitive_desc pd(st->eng, prop_kind::forward_inference, algorithm::softmax_accurate, md, md, 1);
+  softmax_forward::primitive_desc pd(eng, prop_kind::forward_inference, algorithm::softmax_accurate, md, md, 1);
 #else
-  softmax_forward::primitive_desc pd(softmax_forward::desc(prop_kind::forward_inference, md, 1), st->eng);
+  softmax_forward::primitive_desc pd(softmax_forward::desc(prop_kind::forward_inference, md, 1), eng);
 #endif
-  st->sm = softmax_forward(pd);
-  st->src = memory(md, st->eng, nullptr);
-  st->dst = memory(md, st->eng, nullptr);
-  Peer p{"oneDNN softmax_forward", "onednn", nullptr, nullptr, nullptr, nullptr};
-  p.run = [st](const std::vector<runtime::NDArray>& in, const runtime::NDArray& out) {
-    st->src.set_data_handle(in[0].raw_data());
-    st->dst.set_data_handle(out.raw_data());
-    st->sm.execute(st->strm, {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_DST, st->dst}});
-    st->strm.wait();
-  };
-  return p;
+  return src_to_dst_peer("oneDNN softmax_forward", eng, softmax_forward(pd), md);
 }
 
 /// oneDNN's eltwise primitive for a float32 activation of any shape (gelu: gelu_erf, or
 /// gelu_tanh with attribute approximate=tanh; sigmoid: logistic; tanh; exp), on loom's arrays.
 Peer dnnl_eltwise_peer(const records::Workload& w) {
   using namespace dnnl;
-  using tag = memory::format_tag;
-  using dt = memory::data_type;
   algorithm alg = algorithm::eltwise_exp;
   if (w.op == "gelu") {
     auto it = w.attrs.find("approximate");
@@ -196,31 +198,15 @@ Peer dnnl_eltwise_peer(const records::Workload& w) {
   }
   int64_t n = 1;
   for (int64_t d : w.shape) n *= d;
-  struct State {
-    engine eng{engine::kind::cpu, 0};
-    stream strm{eng};
-    eltwise_forward op;
-    memory src, dst;
-  };
-  auto st = std::make_shared<State>();
-  memory::desc md({n}, dt::f32, tag::a);
+  engine eng(engine::kind::cpu, 0);
+  memory::desc md({n}, memory::data_type::f32, memory::format_tag::a);
 #if DNNL_VERSION_MAJOR >= 3
-  eltwise_forward::primitive_desc pd(st->eng, prop_kind::forward_inference, alg, md, md);
+  eltwise_forward::primitive_desc pd(eng, prop_kind::forward_inference, alg, md, md);
 #else
-  eltwise_forward::primitive_desc pd(eltwise_forward::desc(prop_kind::forward_inference, alg, md), st->eng);
+  eltwise_forward::primitive_desc pd(eltwise_forward::desc(prop_kind::forward_inference, alg, md), eng);
 #endif
-  st->op = eltwise_forward(pd);
-  st->src = memory(md, st->eng, nullptr);
-  st->dst = memory(md, st->eng, nullptr);
-  Peer p{fmt::format("oneDNN eltwise_forward ({})", w.op == "sigmoid" ? "logistic" : w.op), "onednn", nullptr, nullptr,
-         nullptr, nullptr};
-  p.run = [st](const std::vector<runtime::NDArray>& in, const runtime::NDArray& out) {
-    st->src.set_data_handle(in[0].raw_data());
-    st->dst.set_data_handle(out.raw_data());
-    st->op.execute(st->strm, {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_DST, st->dst}});
-    st->strm.wait();
-  };
-  return p;
+  return src_to_dst_peer(fmt::format("oneDNN eltwise_forward ({})", w.op == "sigmoid" ? "logistic" : w.op), eng,
+                         eltwise_forward(pd), md);
 }
 
 /// oneDNN's int8 matmul, u8 × s8 → s32 (matmul_int8 without requantization): src row-major
