@@ -381,11 +381,16 @@ LOOM_RT_ABI int32_t loom_num_threads(void) {
 }
 
 /* Runs f for task ids 0..n-1 and waits. num_tasks = 0: the pool's choice for a parallel loop,
- * LOOM_RT_TASKS_PER_THREAD tasks per pool thread (one task with a single thread). */
+ * LOOM_RT_TASKS_PER_THREAD tasks per pool thread (one task with a single thread); -1: one
+ * task per pool thread. */
 LOOM_RT_ABI int32_t loom_parallel_launch(loom_parallel_lambda f, void* cdata, int32_t num_tasks) {
   if (f == NULL) {
     loom_set_last_error("loom_parallel_launch: null task function");
     return LOOM_RT_ERR_ARGUMENT;
+  }
+  if (num_tasks == -1) {
+    if (t_inside_task) return run_inline(f, cdata, 1, NULL);
+    num_tasks = loom_num_threads();
   }
   if (num_tasks < 0) {
     snprintf(t_last_error, LOOM_RT_MAX_ERROR, "loom_parallel_launch: negative task count %d", (int)num_tasks);

@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "loom/lower/stmt.h"
 #include "loom/te/expr_functor.h"
 
 namespace loom::tuner {
@@ -16,10 +17,14 @@ using schedule::Stage;
 using te::IterVar;
 using te::Operation;
 
-// Stages with less work than this (output elements x reduction extent) run on one thread:
-// waking the pool costs more (ResNet-18's global average pool, 512 x 49, took 2 us on one
-// thread and 6 us on two).
-constexpr int64_t kParallelMinElements = 32768;
+// Stages with less work than this (output elements x reduction extents) run on one thread:
+// waking the pool costs more.
+constexpr int64_t kParallelMinElements = 16384;
+// Below this, a parallel stage runs as one contiguous task per thread, not the pool's 8
+// dynamically taken ones: ResNet-18's global average pool (512 x 49, its input written by both
+// cores) took 5 us as 16 tasks, whose shared counter and scattered reads of the other core's
+// cache cost more than the work, and about 1.5 us as 2.
+constexpr int64_t kTaskPerThreadBelow = 1 << 20;
 
 int64_t extent_of(const IterVar& iv) {
   auto e = te::as_const_int(iv->dom.extent);
@@ -103,13 +108,30 @@ struct Scheduler {
     return IterVar();
   }
 
+  /// For a reduction vectorized across axis `v`: the spatial axis whose `tile` consecutive
+  /// points get accumulators of their own, {-1, 0} for none. Only when axis v fits one
+  /// vector, along the innermost other axis of extent > 1 that 4 or 2 divides.
+  std::pair<int, int64_t> accumulator_tile(const std::vector<IterVar>& axes, int v) const {
+    if (v < 0 || extent_of(axes[size_t(v)]) > lanes) return {-1, 0};
+    for (int i = int(axes.size()) - 1; i >= 0; --i) {
+      const int64_t e = extent_of(axes[size_t(i)]);
+      if (i == v || e == 1) continue;
+      for (int64_t k : {4, 2})
+        if (e % k == 0) return {i, k};
+      return {-1, 0};
+    }
+    return {-1, 0};
+  }
+
   void parallel_outer(Stage st, std::vector<IterVar> outer, int64_t elements) {
     if (outer.empty()) return;
     int64_t iterations = 1;
     for (const IterVar& iv : outer) iterations *= extent_of(iv);
     IterVar f = outer.size() > 1 ? st.fuse(outer) : outer[0];
     made_extents[f.get()] = iterations;
-    if (elements >= kParallelMinElements && iterations > 1) st.parallel(f);
+    if (elements < kParallelMinElements || iterations <= 1) return;
+    st.parallel(f);
+    if (elements < kTaskPerThreadBelow) st.pragma(f, lowering::attr::kParallelTaskPerThread);
   }
 
   int64_t numel(const Stage& st) {
@@ -151,6 +173,8 @@ struct Scheduler {
     const IterVar inner = red.back();
     const bool along_inner = reduces_innermost(op, inner, kept);
     const int64_t rext = extent_of(inner);
+    int64_t work = numel(st);
+    for (const IterVar& r : red) work *= extent_of(r);
     const int64_t factor = rext >= lanes ? lanes : rext >= 8 ? 8 : rext >= 4 ? 4 : 0;
     if (along_inner && factor) {
       // rfactor: partial sums in one vector of `factor` lanes over the innermost input dim.
@@ -159,7 +183,7 @@ struct Scheduler {
       Stage srf = s[rf];
       std::vector<IterVar> st_axes;
       for (size_t i = 0; i < axes.size(); ++i) st_axes.push_back(st.axis(i));
-      parallel_outer(st, st_axes, numel(st) * rext);
+      parallel_outer(st, st_axes, work);
       const auto& leaves = st.leaf_iter_vars();
       IterVar at = leaves[leaves.size() - 2];  // the last spatial loop; the lane sum is inside
       srf.compute_at(st, at);
@@ -177,35 +201,54 @@ struct Scheduler {
       return;
     }
     if (kept.defined()) {
-      // Vectorize across the kept axis: a register tile of lanes accumulators inside the
-      // reduction loops.
+      // Vectorize across the kept axis: a register tile of accumulators inside the reduction
+      // loops; when the kept axis fits one vector, `tile` vectors of it along the next spatial
+      // axis, whose independent sums hide the add latency (a 7x7 global pool otherwise waits
+      // on one chain of 49 adds per vector).
       te::Tensor local = s.cache_write(t, "local");
       Stage acc = s[local];
+      const auto [ta, tile] = accumulator_tile(axes, v);
       std::vector<IterVar> outer;
-      for (int i = 0; i < int(axes.size()); ++i)
-        if (i != v) outer.push_back(st.axis(size_t(i)));
+      IterVar tile_inner;
+      for (int i = 0; i < int(axes.size()); ++i) {
+        if (i == v) continue;
+        if (i != ta) {
+          outer.push_back(st.axis(size_t(i)));
+          continue;
+        }
+        auto [to, ti] = st.split(st.axis(size_t(i)), te::Expr(int(tile)));
+        made_extents[to.get()] = extent_of(axes[size_t(i)]) / tile;
+        outer.push_back(to);
+        tile_inner = ti;
+      }
       std::vector<IterVar> ord = outer;
+      if (tile_inner.defined()) ord.push_back(tile_inner);
       ord.push_back(st.axis(size_t(v)));
       st.reorder(ord);
       bool tail = false;
       IterVar vo = vectorize_axis(st, st.axis(size_t(v)), &tail);
       const bool at_some_loop = vo.defined() || !outer.empty();
       if (vo.defined() && !tail) outer.push_back(vo);
-      parallel_outer(st, outer, numel(st) * rext);
-      if (at_some_loop) acc.compute_at(st, st.leaf_iter_vars()[st.leaf_iter_vars().size() - 2]);
+      parallel_outer(st, outer, work);
+      const auto& leaves = st.leaf_iter_vars();
+      if (at_some_loop) acc.compute_at(st, leaves[leaves.size() - (tile_inner.defined() ? 3 : 2)]);
+      if (tile_inner.defined()) st.unroll(tile_inner);
       std::vector<IterVar> aord;
       for (size_t i = 0; i < axes.size(); ++i)
-        if (int(i) != v) aord.push_back(acc.axis(i));
+        if (int(i) != v && int(i) != ta) aord.push_back(acc.axis(i));
       for (size_t i = 0; i < red.size(); ++i) aord.push_back(acc.reduce_axis(i));
+      if (ta >= 0) aord.push_back(acc.axis(size_t(ta)));
       aord.push_back(acc.axis(size_t(v)));
       acc.reorder(aord);
+      if (ta >= 0) acc.unroll(acc.axis(size_t(ta)));
       acc.vectorize(acc.axis(size_t(v)));
-      note(fmt::format("{}: reduction vectorized across the kept axis {}", st->name(), kept.name()));
+      note(fmt::format("{}: reduction vectorized across the kept axis {}{}", st->name(), kept.name(),
+                       ta >= 0 ? fmt::format(", {} vectors of it along {}", tile, axes[size_t(ta)].name()) : ""));
       return;
     }
     std::vector<IterVar> outer;
     for (size_t i = 0; i < axes.size(); ++i) outer.push_back(st.axis(i));
-    parallel_outer(st, outer, numel(st) * rext);
+    parallel_outer(st, outer, work);
     note(fmt::format("{}: reduction to a single element, serial", st->name()));
   }
 

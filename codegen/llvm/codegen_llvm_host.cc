@@ -237,7 +237,9 @@ void CodeGenLLVM::emit_parallel_for(const lowering::ForNode* op) {
     llvm::Value* p = b_.CreateConstInBoundsGEP1_64(i8_, closure, off);
     b_.CreateAlignedStore(v, p, dl_.getABITypeAlign(v->getType()));
   }
-  llvm::Value* status = b_.CreateCall(rt_parallel_launch(), {task, closure, b_.getInt32(0)}, "status");
+  // 0: the pool's choice of tasks; -1 (LOOM_PARALLEL_TASK_PER_THREAD): one per thread.
+  const int32_t num_tasks = op->annotations.count(lowering::attr::kParallelTaskPerThread) ? -1 : 0;
+  llvm::Value* status = b_.CreateCall(rt_parallel_launch(), {task, closure, b_.getInt32(num_tasks)}, "status");
   auto* fail_bb = llvm::BasicBlock::Create(ctx_, "parallel_fail", cur_->fn);
   auto* ok_bb = llvm::BasicBlock::Create(ctx_, "parallel_ok", cur_->fn);
   llvm::MDBuilder md(ctx_);

@@ -15,7 +15,10 @@
 //            post-dominator (paths injective, the post-dominator's group anything up to an
 //            anchor's);
 //   phase 1: an injective node through injective paths (after phase 0, so that anchors
-//            take their epilogues first).
+//            take their epilogues first); and, beyond TVM, an anchor with no schedule
+//            template (a pool, scheduled from its pattern) through injective paths too, so
+//            that what reshapes its small result (a global pool's layout transform and
+//            flatten) runs in its kernel rather than in one of its own.
 // Fusing merges every node on those paths, so each group is convex and has one output
 // value, its post-dominator's, unless a member's value is also a graph output.
 #include <algorithm>
@@ -52,6 +55,7 @@ struct Partitioner {
   std::vector<int> uf_parent;
   std::vector<OpPattern> group_pattern;
   std::vector<int> group_anchor;
+  std::vector<bool> has_template;  // an anchor op with a schedule template on some target
   std::vector<int> group_size;
   std::vector<bool> visited;
   int max_group_size;
@@ -80,8 +84,12 @@ struct Partitioner {
     group_pattern = node_pattern;
     group_anchor.assign(n, -1);
     group_size.assign(n, 1);
+    has_template.assign(n, false);
     for (size_t i = 0; i < n; ++i)
-      if (node_pattern[i] == OpPattern::kOutEWiseFusable) group_anchor[i] = int(i);
+      if (node_pattern[i] == OpPattern::kOutEWiseFusable) {
+        group_anchor[i] = int(i);
+        has_template[i] = !te::ops::get_op(g.nodes[i].op).strategy.empty();
+      }
   }
 
   int lca(int a, int b, OpPattern* pat) const {
@@ -191,9 +199,14 @@ struct Partitioner {
       if (size_with(int(i), dom) > max_group_size) continue;
       OpPattern dom_edge = tree.pattern[i];
       if (gp == OpPattern::kOutEWiseFusable) {
-        if (phase != 0 || dom_edge != OpPattern::kElemwise) continue;
-        auto cond = [](OpPattern p, bool) { return int(p) <= int(OpPattern::kBroadcast); };
-        if (check_path(int(i), dom, cond)) commit(int(i), dom);
+        if (phase == 0 && dom_edge == OpPattern::kElemwise) {
+          auto cond = [](OpPattern p, bool) { return int(p) <= int(OpPattern::kBroadcast); };
+          if (check_path(int(i), dom, cond)) commit(int(i), dom);
+        } else if (phase == 1 && !has_template[size_t(group_anchor[size_t(root)])] &&
+                   int(dom_edge) <= int(OpPattern::kInjective)) {
+          auto cond = [](OpPattern p, bool) { return int(p) <= int(OpPattern::kInjective); };
+          if (check_path(int(i), dom, cond)) commit(int(i), dom);
+        }
       } else if (int(gp) <= int(OpPattern::kBroadcast)) {
         if (!(int(dom_edge) <= int(OpPattern::kInjective) || dom_edge == OpPattern::kCommReduce)) continue;
         auto cond = [](OpPattern p, bool is_sink) {

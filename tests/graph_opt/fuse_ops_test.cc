@@ -46,7 +46,7 @@ TEST(FuseOps, AnchorTakesTheElementwiseDiamondUpToItsPostDominator) {
   EXPECT_EQ(f.groups[0].inputs.size(), 3u);  // x, conv.w, scale
 }
 
-TEST(FuseOps, AnchorsDoNotFuseWithEachOtherOrThroughPoolsAndReshapes) {
+TEST(FuseOps, AnchorsDoNotFuseWithEachOtherAndPoolsTakeTheReshapeAfterThem) {
   GraphBuilder b("anchors");
   Value x = b.input("x", {{1, 2, 6, 6}, DataType::Float(32), "NCHW"});
   Value c1 = conv(b, x, 4, "conv1", 1);
@@ -59,7 +59,18 @@ TEST(FuseOps, AnchorsDoNotFuseWithEachOtherOrThroughPoolsAndReshapes) {
   Value f = b.flatten(pool, "flatten");
   b.output(b.dense(f, b.constant("fc.w", random_array({3, 36}, 3)), "fc"));
   Graph g = fused(b.build());
-  EXPECT_EQ(group_members(g), (Groups{{"conv1", "relu1"}, {"conv2"}, {"pool"}, {"flatten"}, {"fc"}}));
+  // The pool has no schedule template: its kernel also runs the flatten after it.
+  EXPECT_EQ(group_members(g), (Groups{{"conv1", "relu1"}, {"conv2"}, {"pool", "flatten"}, {"fc"}}));
+}
+
+TEST(FuseOps, AnchorsWithTemplatesTakeOnlyElementwiseEpilogues) {
+  GraphBuilder b("reshape_after_conv");
+  Value x = b.input("x", {{1, 2, 6, 6}, DataType::Float(32), "NCHW"});
+  Value c = conv(b, x, 4, "conv", 1);
+  Value f = b.flatten(b.relu(c, "relu"), "flatten");  // injective: the conv template's tile can't hold it
+  b.output(b.dense(f, b.constant("fc.w", random_array({3, 144}, 3)), "fc"));
+  Graph g = fused(b.build());
+  EXPECT_EQ(group_members(g), (Groups{{"conv", "relu"}, {"flatten"}, {"fc"}}));
 }
 
 TEST(FuseOps, ResidualAddJoinsTheFirstConvOnly) {

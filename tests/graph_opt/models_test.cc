@@ -18,7 +18,8 @@ using Groups = std::vector<std::vector<std::string>>;
 /// the batch norm folded into its weights and bias (named as the conv), the relu fused; the
 /// second conv of each block takes the residual add and the relu after it; a downsample conv
 /// (1x1, its batch norm folded) is a kernel of its own that runs before the add's kernel;
-/// pooling ops stand alone; the one layout_transform back to NCHW fuses with flatten.
+/// the max pool stands alone; the global average pool takes the layout_transform back to NCHW
+/// and the flatten after it (pools have no template, so their kernels take injective ops).
 Groups expected_resnet18_groups(bool laid_out) {
   Groups g = {{"conv1", "relu"}, {"maxpool"}};
   for (int stage = 1; stage <= 4; ++stage)
@@ -28,9 +29,8 @@ Groups expected_resnet18_groups(bool laid_out) {
       if (stage > 1 && blk == 0) g.push_back({p + "downsample.0"});
       g.push_back({p + "conv2", p + "add", p + "relu2"});
     }
-  g.push_back({"avgpool"});
-  if (laid_out) g.push_back({"avgpool.NCHW", "flatten"});
-  else g.push_back({"flatten"});
+  if (laid_out) g.push_back({"avgpool", "avgpool.NCHW", "flatten"});
+  else g.push_back({"avgpool", "flatten"});
   g.push_back({"fc"});
   return g;
 }

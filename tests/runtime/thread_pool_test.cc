@@ -223,6 +223,9 @@ TEST(CRuntimeApi, ParallelLaunch) {
   std::vector<std::atomic<int>> per_loop(4 * 8);  // num_tasks = 0: 8 tasks per pool thread
   EXPECT_EQ(loom_parallel_launch(count_task, &per_loop, 0), 0);
   for (auto& c : per_loop) EXPECT_EQ(c.load(), 1);
+  std::vector<std::atomic<int>> per_thread(4);  // LOOM_PARALLEL_TASK_PER_THREAD: one per thread
+  EXPECT_EQ(loom_parallel_launch(count_task, &per_thread, LOOM_PARALLEL_TASK_PER_THREAD), 0);
+  for (auto& c : per_thread) EXPECT_EQ(c.load(), 1);
   ThreadPool::global().resize(1);
   std::vector<std::atomic<int>> single(1);  // and one task with a single thread
   EXPECT_EQ(loom_parallel_launch(count_task, &single, 0), 0);
@@ -230,7 +233,7 @@ TEST(CRuntimeApi, ParallelLaunch) {
 
   EXPECT_EQ(loom_parallel_launch(nullptr, nullptr, 4), LOOM_ERR_ARGUMENT);
   EXPECT_NE(std::string(loom_get_last_error()), "");
-  EXPECT_EQ(loom_parallel_launch(count_task, &counts, -1), LOOM_ERR_ARGUMENT);
+  EXPECT_EQ(loom_parallel_launch(count_task, &counts, -2), LOOM_ERR_ARGUMENT);
 }
 
 namespace {

@@ -126,6 +126,14 @@ std::vector<Case> other_cases(int64_t n) {
       {"global_avg_pool2d NCHW16c", [=](auto* a) {
          return op("global_avg_pool2d", {input({1, 2, 7, n, 16}, "x", a)}, {{"layout", std::string("NCHW16c")}});
        }},
+      {"global_avg_pool2d NCHW16c + layout_transform + flatten (ResNet-18's last group)",
+       [=](auto* a) {
+         // 4 channel blocks take a tile of 4 accumulators; 3 (n odd) take none.
+         Tensor p = op("global_avg_pool2d", {input({1, n % 2 ? 3 : 4, 7, 7, 16}, "x", a)},
+                       {{"layout", std::string("NCHW16c")}});
+         return op("flatten", {op("layout_transform", {p}, {{"src_layout", std::string("NCHW16c")},
+                                                            {"dst_layout", std::string("NCHW")}})});
+       }},
       {"conv2d of 3 input channels, dilated (no template) + relu",
        [=](auto* a) {
          Tensor c = op("conv2d", {input({1, 3, n, n}, "x", a), input({8, 3, 3, 3}, "w", a)},
@@ -198,7 +206,34 @@ TEST(ScheduleByPattern, LargeStagesRunTheirFusedOuterLoopsInParallel) {
   Schedule s = schedule_by_pattern({out}, Target("llvm"));
   std::ostringstream ir;
   ir << lowering::lower(s, args, "f").body;
-  EXPECT_NE(ir.str().find(fmt::format(", 0, {}) parallel {{", 128 * 3072 / lanes())), std::string::npos) << ir.str();
+  // Less than 2^20 elements: one task per thread (parallel_task_per_thread), not the pool's 8.
+  EXPECT_NE(ir.str().find(fmt::format(", 0, {}) parallel parallel_task_per_thread=1 {{", 128 * 3072 / lanes())),
+            std::string::npos)
+      << ir.str();
+  EXPECT_MATCHES_REFERENCE(s, args);
+
+  args.clear();
+  Tensor big = input({512, 3072}, "x", &args);
+  Tensor out2 = op("multiply", {big, op("erf", {big})});
+  args.push_back(out2);
+  std::ostringstream ir2;
+  ir2 << lowering::lower(schedule_by_pattern({out2}, Target("llvm")), args, "f").body;
+  EXPECT_NE(ir2.str().find(fmt::format(", 0, {}) parallel {{", 512 * 3072 / lanes())), std::string::npos) << ir2.str();
+}
+
+TEST(ScheduleByPattern, GlobalPoolSumsFourChannelBlocksAtOnce) {
+  // ResNet-18's global pool: 32 blocks of 16 channels over 7x7. One accumulator vector per
+  // block would wait on a chain of 49 dependent adds; four blocks' sums interleave.
+  std::vector<Tensor> args;
+  Tensor p = op("global_avg_pool2d", {input({1, 32, 7, 7, 16}, "x", &args)}, {{"layout", std::string("NCHW16c")}});
+  args.push_back(p);
+  std::string why;
+  Schedule s = schedule_by_pattern({p}, Target("llvm"), &why);
+  if (lanes() != 16) GTEST_SKIP() << "the tile is chosen for 16 float lanes (AVX-512); this CPU has " << lanes();
+  EXPECT_NE(why.find("4 vectors of it along"), std::string::npos) << why;
+  std::string ir = lowering::to_string(lowering::lower(s, args, "f"));
+  EXPECT_NE(ir.find("pool_sum.local[ramp(48, 1, 16)] = (pool_sum.local[ramp(48, 1, 16)] +"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("parallel parallel_task_per_thread=1"), std::string::npos) << ir;
   EXPECT_MATCHES_REFERENCE(s, args);
 }
 

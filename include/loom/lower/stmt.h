@@ -63,6 +63,9 @@ inline constexpr const char* kVirtualThread = "virtual_thread";  // value: numbe
 inline constexpr const char* kStorageScope = "storage_scope";    // node: buffer var
 inline constexpr const char* kRealizeScope = "realize_scope";
 inline constexpr const char* kPragmaPrefix = "pragma_";          // pragma_unroll_explicit, …
+/// On a parallel loop: one task per pool thread rather than the pool's 8 (codegen passes
+/// LOOM_PARALLEL_TASK_PER_THREAD): for loops whose whole work is a few microseconds.
+inline constexpr const char* kParallelTaskPerThread = "parallel_task_per_thread";
 inline constexpr const char* kDoubleBuffer = "double_buffer_scope";
 inline constexpr const char* kComputeScope = "compute_scope";    // body of one stage
 /// Around the loop of an axis a stage tensorizes (node: that IterVar): value 0 on the loops

@@ -25,7 +25,11 @@ typedef int32_t (*loom_parallel_lambda)(int32_t task_id, int32_t num_tasks, void
 /* Runs f for task ids 0..n-1 on the thread pool and waits; returns the first non-zero status
  * by task id. Idle threads take the next task id from a shared counter, so a thread that is
  * slowed (its core briefly taken) leaves the remaining tasks to the others. n = 0 is the
- * pool's choice for a parallel loop: 8 tasks per pool thread, or 1 with a single thread. */
+ * pool's choice for a parallel loop: 8 tasks per pool thread, or 1 with a single thread.
+ * n = LOOM_PARALLEL_TASK_PER_THREAD (-1) is one task per pool thread: a contiguous half (third,
+ * …) each, for loops too short to pay for 8 (each task costs a shared counter's cache line),
+ * whose threads then read what the same split of a producer wrote. */
+#define LOOM_PARALLEL_TASK_PER_THREAD -1
 int32_t loom_parallel_launch(loom_parallel_lambda f, void* cdata, int32_t num_tasks);
 /* Number of threads the pool runs parallel loops on. */
 int32_t loom_num_threads(void);
