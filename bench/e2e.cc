@@ -1,7 +1,10 @@
 // End to end against ONNX Runtime: ResNet-18, MobileNetV2 and a BERT-base encoder layer
 // (python/export_models.py: onnx.helper, deterministic weights), batch 1, imported from ONNX
 // and compiled by loom three ways, next to ONNX Runtime's CPU provider with all graph
-// optimizations, in one run:
+// optimizations, in one run. The builder models resnet18_builder and mobilenet_v2_builder are
+// the graph builder's (examples/models/models.cc, its own weights): loom compiles its model
+// file (MODEL_DIR/<model>.json, saved when missing) and ONNX Runtime runs that file converted by
+// python/graph_to_onnx.py (MODEL_DIR/<model>.onnx). The variants:
 //   untuned     level 3, every template on its default config
 //   tuned64     with LOG_DIR/<model>.t64.jsonl  (loom tune-model --trials-per-task 64)
 //   tuned_long  with LOG_DIR/<model>.long.jsonl (the same log continued to --long-trials-per-task)
@@ -12,11 +15,13 @@
 // before timing. With --tune, missing logs are made first with `loom tune-model` (the trials
 // and minutes it took are read back from the latency file next to each log).
 //
-//   bench/e2e [--models resnet18,mobilenet_v2,bert_layer] [--threads 1,2] [--repeat 50]
+//   bench/e2e [--models resnet18,mobilenet_v2,bert_layer,resnet18_builder,mobilenet_v2_builder]
+//             [--threads 1,2] [--repeat 50]
 //             [--model-dir DIR] [--log-dir DIR] [--tune] [--trials-per-task 64]
 //             [--long-trials-per-task 256] [--save-dir DIR] [--json FILE]
 #include <loom/graph_opt/compile.h>
 #include <loom/graph_opt/onnx.h>
+#include <loom/graph_opt/serialize.h>
 #include <loom/runtime/npy.h>
 #include <loom/runtime/thread_pool.h>
 #include <signal.h>
@@ -37,6 +42,7 @@
 
 #include "bench_common.h"
 #include "cli.h"
+#include "examples/models/models.h"
 
 using namespace loom;
 namespace fs = std::filesystem;
@@ -45,6 +51,11 @@ using runtime::NDArray;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+const std::vector<std::string> kModels = {"resnet18", "mobilenet_v2", "bert_layer", "resnet18_builder",
+                                          "mobilenet_v2_builder"};
+
+bool is_builder_model(const std::string& model) { return model.ends_with("_builder"); }
 
 struct Options {
   std::vector<std::string> models = {"resnet18", "mobilenet_v2", "bert_layer"};
@@ -70,23 +81,33 @@ cli::Command command() {
   c.program = "";
   c.name = "e2e";
   c.usage = "[options]";
-  c.synopsis = "ResNet-18, MobileNetV2 and a BERT layer from ONNX: loom untuned and tuned against ONNX Runtime";
+  c.synopsis =
+      "ResNet-18, MobileNetV2 and a BERT layer from ONNX (and the graph builder's CNNs): loom untuned and tuned "
+      "against ONNX Runtime";
   c.description =
       "Imports each model's ONNX file (made with python/export_models.py into --model-dir when\n"
       "missing), compiles it with loom untuned and with the tuned logs of --log-dir, checks every\n"
       "variant's output against ONNX Runtime's and times them all next to ONNX Runtime (CPU\n"
       "provider, all graph optimizations, the same intra-op thread count) in alternating blocks.\n"
       "--tune makes the missing logs first with `loom tune-model` (64 trials per task, then the\n"
-      "same log continued to --long-trials-per-task), which takes long: about a second per trial.";
+      "same log continued to --long-trials-per-task), which takes long: about a second per trial.\n"
+      "resnet18_builder and mobilenet_v2_builder are the C++ graph builder's models\n"
+      "(examples/models, 224x224, their own weights): loom compiles <model>.json (saved into\n"
+      "--model-dir when missing), ONNX Runtime runs <model>.onnx, made from it by\n"
+      "python/graph_to_onnx.py; their logs are <model>.t64.jsonl like the others' (the workloads\n"
+      "are those of resnet18 and mobilenet_v2: a copy or link of their logs serves).";
   c.options = {
-      {"--models", "LIST", "resnet18, mobilenet_v2, bert_layer (default all)"},
+      {"--models", "LIST",
+       "resnet18, mobilenet_v2, bert_layer, resnet18_builder, mobilenet_v2_builder (default: the first three)"},
       {"--threads", "LIST", "thread counts of loom and ONNX Runtime (default 1,2)"},
       {"--variants", "LIST", "any of untuned,tuned64,tuned_long (default all; a tuned one without its log is skipped)"},
       {"--repeat", "N", "timed runs of each, the median reported (default 50)"},
       {"--block", "N", "runs per block; blocks of ONNX Runtime and each variant alternate (default 5)"},
       {"--warmup", "N", "untimed runs of each before timing (default 10)"},
       {"--settle-ms", "MS", "pause before each block on more than one thread (default 100)"},
-      {"--model-dir", "DIR", "<model>.onnx and <model>.input_0.npy (default build/e2e/models)"},
+      {"--model-dir", "DIR",
+       "<model>.onnx and <model>.input_0.npy, and <model>.json/.weights of the builder models (default "
+       "build/e2e/models)"},
       {"--log-dir", "DIR", "<model>.t64.jsonl and <model>.long.jsonl (default build/e2e/logs)"},
       {"--python", "PY", "the Python with onnx and onnxruntime (default build/venv/bin/python)"},
       {"--tune", "", "make missing logs with loom tune-model first"},
@@ -103,7 +124,8 @@ Options options_from(const cli::Args& a) {
   Options o;
   if (a.has("--models")) o.models = bench::split_list(a.str("--models"), ',');
   for (const auto& m : o.models)
-    if (m != "resnet18" && m != "mobilenet_v2" && m != "bert_layer") a.usage_error("--models: unknown model '{}'", m);
+    if (std::find(kModels.begin(), kModels.end(), m) == kModels.end())
+      a.usage_error("--models: unknown model '{}'", m);
   if (a.has("--threads")) {
     o.threads.clear();
     for (int64_t t : cli::parse_int_list("--threads", a.str("--threads"))) {
@@ -231,12 +253,12 @@ std::string log_for(const Options& o, const std::string& model, const std::strin
   return (fs::path(o.log_dir) / (model + (variant == "tuned64" ? ".t64.jsonl" : ".long.jsonl"))).string();
 }
 
-void make_logs(const Options& o, const std::string& model, const std::string& onnx) {
+void make_logs(const Options& o, const std::string& model, const std::string& model_file) {
   fs::create_directories(o.log_dir);
   const std::string t64 = log_for(o, model, "tuned64"), lng = log_for(o, model, "tuned_long");
   auto tune = [&](const std::string& log, int per_task, bool resume) {
     // Exit status 1: some task has no successful trial; the log is still what compile uses.
-    run_or_fail(fmt::format("{} tune-model {} --log {} --trials-per-task {} --jobs {}{}", quote(LOOM_CLI), quote(onnx),
+    run_or_fail(fmt::format("{} tune-model {} --log {} --trials-per-task {} --jobs {}{}", quote(LOOM_CLI), quote(model_file),
                             quote(log), per_task, o.tune_jobs, resume ? " --resume" : ""),
                 true);
   };
@@ -250,6 +272,46 @@ void make_logs(const Options& o, const std::string& model, const std::string& on
     if (fs::exists(la)) fs::copy_file(la, b.parent_path() / (b.stem().string() + ".latency.jsonl"));
     tune(lng, o.long_trials_per_task - o.trials_per_task, true);
   }
+}
+
+/// One model's files in --model-dir: what ONNX Runtime runs, its input, and what loom compiles
+/// (the same ONNX file, or a builder model's own model file).
+struct ModelFiles {
+  std::string onnx, input, loom;
+};
+
+/// The model's files, made when missing: the exports by python/export_models.py; a builder
+/// model saved from examples/models, converted by python/graph_to_onnx.py, and given a uniform
+/// random input in [-1, 1).
+ModelFiles model_files(const Options& o, const std::string& model) {
+  const fs::path dir(o.model_dir);
+  ModelFiles f{(dir / (model + ".onnx")).string(), (dir / (model + ".input_0.npy")).string(), ""};
+  fs::create_directories(dir);
+  if (!is_builder_model(model)) {
+    f.loom = f.onnx;
+    if (!fs::exists(f.onnx) || !fs::exists(f.input))
+      run_or_fail(fmt::format("{} {} {} --models {}", quote(o.python), quote(LOOM_SOURCE_DIR "/python/export_models.py"),
+                              quote(o.model_dir), model));
+    return f;
+  }
+  f.loom = (dir / (model + ".json")).string();
+  if (!fs::exists(f.loom)) {
+    graph_opt::Graph g = model == "resnet18_builder" ? models::resnet18() : models::mobilenet_v2();
+    std::cerr << fmt::format("bench/e2e: saving the builder's {} as {}\n", g.name, f.loom);
+    graph_opt::save_graph(g, f.loom);
+  }
+  if (!fs::exists(f.onnx))
+    run_or_fail(fmt::format("{} {} {} {}", quote(o.python), quote(LOOM_SOURCE_DIR "/python/graph_to_onnx.py"),
+                            quote(f.loom), quote(f.onnx)));
+  if (!fs::exists(f.input)) {
+    graph_opt::Graph g = graph_opt::load_graph(f.loom);
+    LOOM_CHECK(g.input_nodes().size() == 1, "bench/e2e: {} has {} inputs, not 1", f.loom, g.input_nodes().size());
+    const graph_opt::TensorType& t = g.nodes[size_t(g.input_nodes()[0])].outputs[0];
+    NDArray x = NDArray::empty(t.shape, t.dtype);
+    x.fill_random(500);
+    runtime::save_npy(f.input, x);
+  }
+  return f;
 }
 
 struct Variant {
@@ -290,16 +352,11 @@ int run(const cli::Args& a) {
       "(below 1: loom faster)\n",
       o.repeat, (o.repeat + o.block - 1) / o.block, o.block, o.warmup);
   for (const std::string& model : o.models) {
-    const std::string onnx = (fs::path(o.model_dir) / (model + ".onnx")).string();
-    const std::string input = (fs::path(o.model_dir) / (model + ".input_0.npy")).string();
-    if (!fs::exists(onnx) || !fs::exists(input)) {
-      fs::create_directories(o.model_dir);
-      run_or_fail(fmt::format("{} {} {} --models {}", quote(o.python), quote(LOOM_SOURCE_DIR "/python/export_models.py"),
-                              quote(o.model_dir), model));
-    }
-    if (o.tune) make_logs(o, model, onnx);
+    const ModelFiles files = model_files(o, model);
+    const std::string &onnx = files.onnx, &input = files.input;
+    if (o.tune) make_logs(o, model, files.loom);
 
-    graph_opt::Graph g = graph_opt::import_onnx(onnx);
+    graph_opt::Graph g = graph_opt::load_model(files.loom);
     std::vector<NDArray> in = {runtime::load_npy(input)};
     std::vector<Variant> variants;
     for (const std::string& name : o.variants) {
@@ -380,7 +437,7 @@ int run(const cli::Args& a) {
         }
       }
       const double ort_ms = median(ort_t) * 1e3;
-      std::cout << fmt::format("{:<13} {}t  {:<11} {:>9.3f} ms\n", model, threads, "ONNXRuntime", ort_ms);
+      std::cout << fmt::format("{:<20} {}t  {:<11} {:>9.3f} ms\n", model, threads, "ONNXRuntime", ort_ms);
       nlohmann::ordered_json row;
       row["model"] = model;
       row["threads"] = threads;
@@ -388,7 +445,7 @@ int run(const cli::Args& a) {
       for (size_t i = 0; i < variants.size(); ++i) {
         const double ms = median(loom_t[i]) * 1e3;
         auto [abs_err, rel_err] = compare(outs[i][0], want);
-        std::cout << fmt::format("{:<13} {}t  {:<11} {:>9.3f} ms  ratio {:>5.2f}  (vs ONNX Runtime: max abs err {:.1e}, "
+        std::cout << fmt::format("{:<20} {}t  {:<11} {:>9.3f} ms  ratio {:>5.2f}  (vs ONNX Runtime: max abs err {:.1e}, "
                                  "rel {:.1e}{})\n",
                                  model, threads, variants[i].name, ms, ms / ort_ms, abs_err, rel_err,
                                  rel_err > 1e-3 ? " MISMATCH" : "");

@@ -15,7 +15,18 @@ classes), --seq/--hidden/--heads/--ffn (default 32/128/4/512) for the encoder la
 writes the models at the issue's sizes instead: 224x224 with 1000 classes, and a BERT-base
 layer at sequence 128 (hidden 768, 12 heads, FFN 3072), for loom's compiled mode.
 
+The builder models: ResNet-18 and MobileNetV2 as examples/models/models.cc builds them with
+loom's C++ graph builder (its own deterministic weights), written by build/examples/write_models
+(--write-models, or LOOM_WRITE_MODELS in the environment, as the ctests set it) at the same image
+size and classes, converted to ONNX by python/graph_to_onnx.py. ONNX Runtime runs the converted
+file; the expected output is compared twice by loom_onnx_node_tests:
+
+    OUT/<model>_builder/model.onnx         loom's import of the converted ONNX file
+    OUT/<model>_builder_json/model.json    loom's own model file, loaded directly (no ONNX),
+                                           its weights file beside it; the same input and output
+
     gen_model_cases.py OUT [--full] [--image-size 32] [--seq 32] [--hidden 128] [--heads 4] [--ffn 512]
+                       [--write-models PATH]
 """
 from __future__ import annotations
 
@@ -23,6 +34,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -32,6 +44,7 @@ from onnx import numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import export_models  # noqa: E402
+import graph_to_onnx  # noqa: E402
 import ort_run  # noqa: E402
 
 
@@ -46,7 +59,11 @@ def main() -> int:
     ap.add_argument("--ffn", type=int, default=512)
     ap.add_argument("--full", action="store_true", default=os.environ.get("LOOM_MODEL_CASES") == "full",
                     help="the full-size models (224x224, 1000 classes; BERT-base at sequence 128)")
+    ap.add_argument("--write-models", default=os.environ.get("LOOM_WRITE_MODELS"),
+                    help="build/examples/write_models, for the builder models (default: $LOOM_WRITE_MODELS)")
     args = ap.parse_args()
+    if not args.write_models:
+        ap.error("the builder models need build/examples/write_models: --write-models PATH or LOOM_WRITE_MODELS")
     if args.full:
         args.image_size, args.classes = 224, 1000
         args.seq, args.hidden, args.heads, args.ffn = 128, 768, 12, 3072
@@ -59,24 +76,47 @@ def main() -> int:
         "mobilenet_v2": export_models.mobilenet_v2(1, args.image_size, args.classes),
         "bert_layer": export_models.bert_layer(2, args.seq, args.hidden, args.heads, args.ffn),
     }
+    # The builder models: loom model files, each also converted to ONNX.
+    builder_dir = os.path.join(args.out, "builder_models")
+    subprocess.run([args.write_models, builder_dir, "--image", str(args.image_size), "--classes", str(args.classes)],
+                   check=True)
+    json_models = {}
+    for name in ("resnet18", "mobilenet_v2"):
+        json_path = os.path.join(builder_dir, name + ".json")
+        model = graph_to_onnx.convert_file(json_path)
+        models[name + "_builder"] = (model, [(i.name, [d.dim_value for d in i.type.tensor_type.shape.dim])
+                                             for i in model.graph.input])
+        json_models[name + "_builder"] = json_path
+
     cases = []
     for name, (model, inputs) in models.items():
-        d = os.path.join(args.out, name)
-        ds = os.path.join(d, "test_data_set_0")
-        os.makedirs(ds)
-        path = os.path.join(d, "model.onnx")
-        onnx.save(model, path)
         rng = np.random.default_rng(500)
         feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in inputs}
-        outs = ort_run.session(path, 1).run(None, feeds)
-        for k, (n, _) in enumerate(inputs):
-            onnx.save_tensor(numpy_helper.from_array(feeds[n], n), os.path.join(ds, f"input_{k}.pb"))
-        for k, o in enumerate(outs):
-            onnx.save_tensor(numpy_helper.from_array(o, model.graph.output[k].name), os.path.join(ds, f"output_{k}.pb"))
-        cases.append({"name": name, "ops": sorted({n.op_type for n in model.graph.node}),
-                      "inputs": [n for n, _ in inputs], "data_sets": 1, "onnx_rtol": 0.0, "onnx_atol": 0.0})
+        outs = None
+        for case, json_path in [(name, None)] + ([(name + "_json", json_models[name])] if name in json_models else []):
+            d = os.path.join(args.out, case)
+            ds = os.path.join(d, "test_data_set_0")
+            os.makedirs(ds)
+            if json_path is None:
+                path = os.path.join(d, "model.onnx")
+                onnx.save(model, path)
+                outs = ort_run.session(path, 1).run(None, feeds)
+            else:  # loom's model file as write_models wrote it, its weights file beside it
+                with open(json_path) as f:
+                    weights = json.load(f).get("weights")
+                shutil.move(json_path, os.path.join(d, "model.json"))
+                if weights:
+                    shutil.move(os.path.join(builder_dir, weights), os.path.join(d, weights))
+            for k, (n, _) in enumerate(inputs):
+                onnx.save_tensor(numpy_helper.from_array(feeds[n], n), os.path.join(ds, f"input_{k}.pb"))
+            for k, o in enumerate(outs):
+                onnx.save_tensor(numpy_helper.from_array(o, model.graph.output[k].name),
+                                 os.path.join(ds, f"output_{k}.pb"))
+            cases.append({"name": case, "ops": sorted({n.op_type for n in model.graph.node}),
+                          "inputs": [n for n, _ in inputs], "data_sets": 1, "onnx_rtol": 0.0, "onnx_atol": 0.0})
         print(f"{name}: {len(model.graph.node)} nodes, input {[s for _, s in inputs]}, ONNX Runtime output "
-              f"{outs[0].shape} std {float(np.std(outs[0])):.3g}")
+              f"{outs[0].shape} std {float(np.std(outs[0])):.3g}{' (and its loom model file)' if name in json_models else ''}")
+    shutil.rmtree(builder_dir)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump({"onnxruntime_version": ort.__version__, "cases": cases}, f, indent=1)
     return 0

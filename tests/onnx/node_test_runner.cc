@@ -1,7 +1,9 @@
 // Runs ONNX's backend node tests (written by gen_node_tests.py in ONNX's layout) through
 // loom: import each model.onnx, run it on every test_data_set_N's inputs and compare with its
-// expected outputs. Prints one line per case, PASS, SKIP (with the reason) or FAIL (with what
-// went wrong), then "N passed, M failed, K skipped"; exits 1 if any case failed.
+// expected outputs (a case folder may hold loom's own model file, model.json, instead: loaded
+// with graph_opt::load_graph, for the builder models against ONNX Runtime). Prints one line
+// per case, PASS, SKIP (with the reason) or FAIL (with what went wrong), then "N passed, M
+// failed, K skipped"; exits 1 if any case failed.
 //
 //   loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized,compiled]
 //                        [--rtol R --atol A] [--timeout S]
@@ -49,6 +51,7 @@
 #include "loom/graph_opt/onnx.h"
 #include "loom/graph_opt/passes.h"
 #include "loom/graph_opt/reference.h"
+#include "loom/graph_opt/serialize.h"
 
 namespace fs = std::filesystem;
 using loom::runtime::NDArray;
@@ -148,10 +151,16 @@ nlohmann::json manifest_entry(const fs::path& dir) {
   throw std::runtime_error("manifest.json does not list " + dir.filename().string());
 }
 
-/// Imports the case for one data set. A graph input that loom needs at import (a shape, axes,
+/// The case's model file: model.onnx, or else loom's model.json.
+fs::path model_file(const fs::path& dir) {
+  return fs::exists(dir / "model.onnx") ? dir / "model.onnx" : dir / "model.json";
+}
+
+/// Imports the case for one data set (a model.json is loaded as it is). A graph input that loom needs at import (a shape, axes,
 /// pads, clip bounds given as an input rather than an initializer) is bound to the data set's
 /// value, as TVM's freeze_params does; every other input stays an input.
 loom::graph_opt::Graph import_for(const fs::path& dir, const fs::path& set, const std::vector<std::string>& names) {
+  if (model_file(dir).extension() == ".json") return loom::graph_opt::load_graph(model_file(dir).string());
   loom::graph_opt::OnnxImportOptions opt;
   for (;;) {
     try {
@@ -336,11 +345,11 @@ int main(int argc, char** argv) {
   std::vector<fs::path> cases;
   std::regex only(filter);
   for (const auto& e : fs::directory_iterator(cases_dir))
-    if (e.is_directory() && fs::exists(e.path() / "model.onnx") && std::regex_match(e.path().filename().string(), only))
+    if (e.is_directory() && fs::exists(model_file(e.path())) && std::regex_match(e.path().filename().string(), only))
       cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
   if (cases.empty()) {
-    std::cerr << "no cases (folders with model.onnx) under " << cases_dir << " match '" << filter << "'\n";
+    std::cerr << "no cases (folders with model.onnx or model.json) under " << cases_dir << " match '" << filter << "'\n";
     return 2;
   }
   int passed = 0, failed = 0, skipped = 0;

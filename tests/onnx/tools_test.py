@@ -1,8 +1,9 @@
 """Tests of the ONNX Python tooling: the model exporter (python/export_models.py), the ONNX
-Runtime runner (python/ort_run.py) and the node-test generator's selection
-(tests/onnx/gen_node_tests.py). Run by ctest as onnx_python_tools, through run_with_venv.sh."""
+Runtime runner (python/ort_run.py), the loom-model-to-ONNX converter (python/graph_to_onnx.py)
+and the node-test generator's selection (tests/onnx/gen_node_tests.py). Run by ctest as onnx_python_tools, through run_with_venv.sh."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -18,6 +19,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "onnx"))
 
 import export_models  # noqa: E402
 import gen_node_tests  # noqa: E402
+import graph_to_onnx  # noqa: E402
+import ort_run  # noqa: E402
 
 SMALL = ["--image-size", "32", "--classes", "10", "--seq", "16", "--hidden", "64", "--heads", "4", "--ffn", "128"]
 
@@ -117,6 +120,109 @@ class ExportTest(unittest.TestCase):
                     "--heads", "12")
             self.assertNotEqual(r.returncode, 0)
             self.assertIn("not a multiple of --heads", r.stderr)
+
+
+def loom_model(nodes: list[dict], outputs: list, weights: str | None = None) -> dict:
+    """A loom model file's document (docs/graph.md), as save_graph writes it."""
+    doc = {"format": "loom.graph", "version": 1, "name": "t"}
+    if weights:
+        doc["weights"] = weights
+    doc.update({"nodes": nodes, "outputs": outputs})
+    return doc
+
+
+def f32(shape, layout=None) -> dict:
+    t = {"shape": list(shape), "dtype": "float32"}
+    if layout:
+        t["layout"] = layout
+    return t
+
+
+def const(name: str, a: np.ndarray) -> dict:
+    return {"name": name, "kind": "constant", "type": f32(a.shape), "data": a.ravel().tolist()}
+
+
+def op(name: str, o: str, inputs: list, attrs: dict, shape, layout=None) -> dict:
+    return {"name": name, "op": o, "inputs": inputs, "attrs": attrs, "types": [f32(shape, layout)]}
+
+
+class GraphToOnnxTest(unittest.TestCase):
+    """The mappings the builder models do not exercise (those are checked against loom by the
+    ctest onnx_models_vs_ort), computed by ONNX Runtime and compared with numpy; and errors."""
+
+    def convert(self, doc: dict, d: str, weights: bytes | None = None) -> subprocess.CompletedProcess:
+        path = os.path.join(d, "m.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        if weights is not None:
+            with open(os.path.join(d, "m.weights"), "wb") as f:
+                f.write(weights)
+        return run(os.path.join(ROOT, "python", "graph_to_onnx.py"), path, os.path.join(d, "m.onnx"))
+
+    def test_ops_match_numpy_through_onnx_runtime(self):
+        rng = np.random.default_rng(3)
+        x = rng.standard_normal((1, 4, 6, 6)).astype(np.float32)
+        b = rng.standard_normal(4).astype(np.float32)
+        w = rng.standard_normal((3, 36)).astype(np.float32)
+        s = rng.standard_normal((1, 1, 1, 6)).astype(np.float32)
+        nodes = [
+            {"name": "x", "kind": "input", "type": f32(x.shape, "NCHW")},
+            const("b", b), const("w", w), const("s", s),
+            op("biased", "bias_add", ["x", "b"], {"axis": 1, "layout": ""}, x.shape, "NCHW"),
+            op("scaled", "multiply", ["biased", "s"], {}, x.shape, "NCHW"),
+            op("shifted", "subtract", ["scaled", "x"], {}, x.shape, "NCHW"),
+            op("sig", "sigmoid", ["shifted"], {}, x.shape, "NCHW"),
+            op("pool", "avg_pool2d", ["sig"], {"count_include_pad": 1, "layout": "NCHW", "padding": [1, 1],
+                                               "pool_size": [3, 3], "strides": [2, 2]}, (1, 4, 3, 3), "NCHW"),
+            op("flat", "flatten", ["pool"], {"axis": 1}, (1, 36)),
+            op("fc", "dense", ["flat", "w"], {}, (1, 3)),
+            op("prob", "softmax", ["fc"], {"axis": -1}, (1, 3)),
+        ]
+        with tempfile.TemporaryDirectory() as d:
+            r = self.convert(loom_model(nodes, ["prob", "pool"]), d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            got_prob, got_pool = ort_run.session(os.path.join(d, "m.onnx"), 1).run(None, {"x": x})
+        v = 1 / (1 + np.exp(-((x + b.reshape(4, 1, 1)) * s - x)))
+        p = np.pad(v, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        pool = np.zeros((1, 4, 3, 3), np.float32)
+        for i in range(3):
+            for j in range(3):
+                pool[:, :, i, j] = p[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].mean(axis=(2, 3))  # pads count
+        fc = pool.reshape(1, 36) @ w.T
+        prob = np.exp(fc - fc.max()) / np.exp(fc - fc.max()).sum()
+        np.testing.assert_allclose(got_pool, pool, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got_prob, prob, rtol=1e-5, atol=1e-6)
+
+    def test_unmappable_node_is_an_error_naming_it(self):
+        x = {"name": "x", "kind": "input", "type": f32((1, 16, 4, 4), "NCHW")}
+        with tempfile.TemporaryDirectory() as d:
+            r = self.convert(loom_model([x, op("t", "layout_transform", ["x"], {"src_layout": "NCHW",
+                                                                                "dst_layout": "NCHW16c"},
+                                               (1, 1, 4, 4, 16), "NCHW16c")], ["t"]), d)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("node 't' (layout_transform): no ONNX mapping for operator 'layout_transform'", r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(d, "m.onnx")))
+            r = self.convert(loom_model([x, op("p", "max_pool2d", ["x"], {"layout": "NCHW16c", "padding": [0, 0],
+                                                                         "pool_size": [2, 2], "strides": [2, 2]},
+                                               (1, 1, 2, 2, 16), "NCHW16c")], ["p"]), d)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("node 'p' (max_pool2d): layout \"NCHW16c\"", r.stderr)
+
+    def test_weights_file_is_checked(self):
+        w = {"name": "w", "kind": "constant", "type": f32((128,)), "offset": 64, "nbytes": 512}
+        nodes = [{"name": "x", "kind": "input", "type": f32((128,))}, w, op("y", "add", ["x", "w"], {}, (128,))]
+        with tempfile.TemporaryDirectory() as d:
+            r = self.convert(loom_model(nodes, ["y"], "m.weights"), d, b"NOTLOOM!" + bytes(568))
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("is not a loom weights file", r.stderr)
+            r = self.convert(loom_model(nodes, ["y"], "m.weights"), d, b"LOOMWGT1" + bytes(100))
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("constant 'w': bytes [64, 576) do not fit", r.stderr)
+            a = np.arange(128, dtype=np.float32)
+            r = self.convert(loom_model(nodes, ["y"], "m.weights"), d, b"LOOMWGT1" + bytes(56) + a.tobytes())
+            self.assertEqual(r.returncode, 0, r.stderr)
+            (y,) = ort_run.session(os.path.join(d, "m.onnx"), 1).run(None, {"x": np.ones(128, np.float32)})
+            np.testing.assert_array_equal(y, a + 1)
 
 
 class NodeTestSelectionTest(unittest.TestCase):
