@@ -22,6 +22,7 @@
 // stay in cache), blocks in parallel.
 #include <algorithm>
 
+#include "loom/lower/stmt.h"
 #include "templates.h"
 
 namespace loom::tuner {
@@ -117,7 +118,11 @@ schedule::Schedule schedule_winograd(ConfigContext& cfg, const Tensor& out, cons
     so.parallel(block);
   } else {
     so.reorder({n, kb, th, tw, yi, xi, co});
-    so.parallel(so.fuse({n, kb, th}));
+    // One contiguous range of channel blocks per thread, as a pattern kernel after it (a global
+    // pool) splits its work: it then reads what its own core wrote.
+    const te::IterVar blocks = so.fuse({n, kb, th});
+    so.parallel(blocks);
+    so.pragma(blocks, lowering::attr::kParallelTaskPerThread);
   }
   so.unroll(yi);
   so.unroll(xi);
