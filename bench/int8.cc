@@ -14,7 +14,10 @@
 // continues a log, --no-tune only reads it), then built from its best record. Times are
 // medians of interleaved repeats after a warm-up, at each thread count (loom's pool resized;
 // oneDNN's OpenMP threads set before its primitives are made). GOP/s counts a
-// multiply-add as two operations, as GFLOP/s does for float32.
+// multiply-add as two operations, as GFLOP/s does for float32. After the table: this core's
+// vpdpbusd peak (a loop of independent dot products) with each 1-thread figure as a share of
+// it, and each convolution's share of multiply-adds that read the image rather than its zero
+// padding (oneDNN skips the others, loom's padded copy computes them).
 //
 //   bench/int8 [--log-dir DIR] [--trials N] [--conv-trials N] [--resume | --no-tune]
 //              [--sections matmul,conv] [--threads 1,2] [--repeat R] [--json FILE]
@@ -25,6 +28,7 @@
 #include <loom/tuner/tuner.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -106,6 +110,7 @@ struct Case {
   std::string section, label;
   tuner::Task int8, f32;
   int trials = 0;
+  double in_image = 1;  // share of the multiply-adds whose input is inside the image, not padding
 };
 
 Case matmul_case(int n) {
@@ -118,12 +123,53 @@ struct ConvLayer {
   int C, H, K, R, stride, pad;
 };
 
+/// Of one spatial dimension's (output position, kernel tap) pairs, the share whose input lies
+/// inside the image rather than in the padding.
+double taps_in_image(const ConvLayer& l) {
+  const int out = (l.H + 2 * l.pad - l.R) / l.stride + 1;
+  int inside = 0;
+  for (int o = 0; o < out; ++o)
+    for (int r = 0; r < l.R; ++r) {
+      const int i = o * l.stride + r - l.pad;
+      inside += i >= 0 && i < l.H;
+    }
+  return double(inside) / double(out * l.R);
+}
+
 Case conv_case(const ConvLayer& l) {
   std::vector<int64_t> shape = {1, l.C, l.H, l.H, l.K, l.R, l.R};
   std::map<std::string, std::string> attrs = {{"stride", std::to_string(l.stride)}, {"pad", std::to_string(l.pad)}};
+  const double t = taps_in_image(l);
   return {"conv", fmt::format("conv C={} H={} K={} {}x{} s{} p{}", l.C, l.H, l.K, l.R, l.R, l.stride, l.pad),
           tuner::Task::create("conv2d_nchwc_int8", shape, Target::host(), "int8", attrs),
-          tuner::Task::create("conv2d_nchwc", shape, Target::host(), "float32", attrs), 0};
+          tuner::Task::create("conv2d_nchwc", shape, Target::host(), "float32", attrs), 0, t * t};
+}
+
+/// GOP/s of 24 independent chains of 512-bit vpdpbusd on the calling thread: the rate no int8
+/// kernel on this core can pass; 0 without AVX-512 VNNI.
+__attribute__((target("avx512f,avx512vnni"))) double vnni_peak_on(int64_t iterations) {
+  auto t0 = std::chrono::steady_clock::now();
+  __asm__ volatile("vpxord %%zmm30, %%zmm30, %%zmm30\n\tvpxord %%zmm31, %%zmm31, %%zmm31" ::: "xmm30", "xmm31");
+  for (int64_t n = 0; n < iterations; ++n)
+    __asm__ volatile(
+#define LOOM_VNNI_STEP(i) "vpdpbusd %%zmm30, %%zmm31, %%zmm" #i "\n\t"
+        LOOM_VNNI_STEP(0) LOOM_VNNI_STEP(1) LOOM_VNNI_STEP(2) LOOM_VNNI_STEP(3) LOOM_VNNI_STEP(4) LOOM_VNNI_STEP(5)
+        LOOM_VNNI_STEP(6) LOOM_VNNI_STEP(7) LOOM_VNNI_STEP(8) LOOM_VNNI_STEP(9) LOOM_VNNI_STEP(10) LOOM_VNNI_STEP(11)
+        LOOM_VNNI_STEP(12) LOOM_VNNI_STEP(13) LOOM_VNNI_STEP(14) LOOM_VNNI_STEP(15) LOOM_VNNI_STEP(16)
+        LOOM_VNNI_STEP(17) LOOM_VNNI_STEP(18) LOOM_VNNI_STEP(19) LOOM_VNNI_STEP(20) LOOM_VNNI_STEP(21)
+        LOOM_VNNI_STEP(22) LOOM_VNNI_STEP(23)
+#undef LOOM_VNNI_STEP
+        ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+        "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return double(iterations) * 24 * 64 * 2 / s * 1e-9;
+}
+
+double vnni_peak_gops() {
+  if (!__builtin_cpu_supports("avx512vnni")) return 0;
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) best = std::max(best, vnni_peak_on(2000000));
+  return best;
 }
 
 std::string log_of(const Options& o, const tuner::Task& t) {
@@ -270,6 +316,18 @@ int run(const Options& o) {
                 bench::geomean(qs), bench::geomean(vs_f32[nt]));
   std::printf("(GOP/s, a multiply-add counting 2; trials: records in the int8/float32 logs; loom int8 checked equal "
               "to oneDNN before timing)\n");
+  if (const double peak = vnni_peak_gops(); peak > 0) {
+    std::printf("\nthis core's vpdpbusd peak: %.1f GOP/s (24 independent 512-bit chains, 1 thread)\n", peak);
+    for (const Result& r : results)
+      if (r.threads == 1)
+        std::printf("  %-30s loom %5.1f%%, oneDNN %5.1f%% of it\n", r.label.c_str(), 100 * r.int8_gops / peak,
+                    100 * r.onednn_gops / peak);
+  }
+  for (const Case& c : cases)
+    if (c.in_image < 1)
+      std::printf("%s: %.1f%% of its multiply-adds read the image, the rest the zero padding (a kernel that skips "
+                  "them can pass the peak in these GOP/s)\n",
+                  c.label.c_str(), 100 * c.in_image);
 
   if (!o.json.empty()) {
     std::ofstream js(o.json);
