@@ -55,7 +55,6 @@ struct Partitioner {
   std::vector<int> uf_parent;
   std::vector<OpPattern> group_pattern;
   std::vector<int> group_anchor;
-  std::vector<bool> has_template;  // an anchor op with a schedule template on some target
   std::vector<int> group_size;
   std::vector<bool> visited;
   int max_group_size;
@@ -84,13 +83,12 @@ struct Partitioner {
     group_pattern = node_pattern;
     group_anchor.assign(n, -1);
     group_size.assign(n, 1);
-    has_template.assign(n, false);
     for (size_t i = 0; i < n; ++i)
-      if (node_pattern[i] == OpPattern::kOutEWiseFusable) {
-        group_anchor[i] = int(i);
-        has_template[i] = !te::ops::get_op(g.nodes[i].op).strategy.empty();
-      }
+      if (node_pattern[i] == OpPattern::kOutEWiseFusable) group_anchor[i] = int(i);
   }
+
+  /// Whether node `n`'s operator has a schedule template on some target.
+  bool has_template(int n) const { return !te::ops::get_op(g.nodes[size_t(n)].op).strategy.empty(); }
 
   int lca(int a, int b, OpPattern* pat) const {
     while (a != b) {
@@ -202,7 +200,7 @@ struct Partitioner {
         if (phase == 0 && dom_edge == OpPattern::kElemwise) {
           auto cond = [](OpPattern p, bool) { return int(p) <= int(OpPattern::kBroadcast); };
           if (check_path(int(i), dom, cond)) commit(int(i), dom);
-        } else if (phase == 1 && !has_template[size_t(group_anchor[size_t(root)])] &&
+        } else if (phase == 1 && !has_template(group_anchor[size_t(root)]) &&
                    int(dom_edge) <= int(OpPattern::kInjective)) {
           auto cond = [](OpPattern p, bool) { return int(p) <= int(OpPattern::kInjective); };
           if (check_path(int(i), dom, cond)) commit(int(i), dom);

@@ -63,6 +63,23 @@ TEST(FuseOps, AnchorsDoNotFuseWithEachOtherAndPoolsTakeTheReshapeAfterThem) {
   EXPECT_EQ(group_members(g), (Groups{{"conv1", "relu1"}, {"conv2"}, {"pool", "flatten"}, {"fc"}}));
 }
 
+TEST(FuseOps, TwoPoolsFeedingOneConcatKeepOneAnchorPerGroup) {
+  // Both pools may take injective consumers, but a group holds one anchor: the first pool joins
+  // the concat, the second stays a kernel of its own.
+  GraphBuilder b("two_pools");
+  Value x = b.input("x", {{1, 2, 8, 8}, DataType::Float(32), "NCHW"});
+  Pool2dAttrs p;
+  p.pool_size = {2, 2};
+  p.strides = {2, 2};
+  Value a = b.max_pool2d(x, p, "pool_a");
+  Value c = b.op("avg_pool2d", {x}, {{"pool_size", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
+                 "pool_b");
+  b.output(b.op("concat", {a, c}, {{"axis", int64_t(1)}}, "concat"));
+  Graph g = fused(b.build());
+  EXPECT_EQ(group_members(g), (Groups{{"pool_b"}, {"pool_a", "concat"}})) << g;
+  for (const FusedGroup& grp : g.groups) EXPECT_GE(grp.anchor, 0) << grp.name;
+}
+
 TEST(FuseOps, AnchorsWithTemplatesTakeOnlyElementwiseEpilogues) {
   GraphBuilder b("reshape_after_conv");
   Value x = b.input("x", {{1, 2, 6, 6}, DataType::Float(32), "NCHW"});

@@ -89,31 +89,35 @@ def main() -> int:
         json_models[name + "_builder"] = json_path
 
     cases = []
+
+    def write_case(case, model, inputs, feeds, outs):
+        """The data set and the manifest entry of a case folder that already holds its model."""
+        ds = os.path.join(args.out, case, "test_data_set_0")
+        os.makedirs(ds)
+        for k, (n, _) in enumerate(inputs):
+            onnx.save_tensor(numpy_helper.from_array(feeds[n], n), os.path.join(ds, f"input_{k}.pb"))
+        for k, o in enumerate(outs):
+            onnx.save_tensor(numpy_helper.from_array(o, model.graph.output[k].name), os.path.join(ds, f"output_{k}.pb"))
+        cases.append({"name": case, "ops": sorted({n.op_type for n in model.graph.node}),
+                      "inputs": [n for n, _ in inputs], "data_sets": 1, "onnx_rtol": 0.0, "onnx_atol": 0.0})
+
     for name, (model, inputs) in models.items():
         rng = np.random.default_rng(500)
         feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in inputs}
-        outs = None
-        for case, json_path in [(name, None)] + ([(name + "_json", json_models[name])] if name in json_models else []):
-            d = os.path.join(args.out, case)
-            ds = os.path.join(d, "test_data_set_0")
-            os.makedirs(ds)
-            if json_path is None:
-                path = os.path.join(d, "model.onnx")
-                onnx.save(model, path)
-                outs = ort_run.session(path, 1).run(None, feeds)
-            else:  # loom's model file as write_models wrote it, its weights file beside it
-                with open(json_path) as f:
-                    weights = json.load(f).get("weights")
-                shutil.move(json_path, os.path.join(d, "model.json"))
-                if weights:
-                    shutil.move(os.path.join(builder_dir, weights), os.path.join(d, weights))
-            for k, (n, _) in enumerate(inputs):
-                onnx.save_tensor(numpy_helper.from_array(feeds[n], n), os.path.join(ds, f"input_{k}.pb"))
-            for k, o in enumerate(outs):
-                onnx.save_tensor(numpy_helper.from_array(o, model.graph.output[k].name),
-                                 os.path.join(ds, f"output_{k}.pb"))
-            cases.append({"name": case, "ops": sorted({n.op_type for n in model.graph.node}),
-                          "inputs": [n for n, _ in inputs], "data_sets": 1, "onnx_rtol": 0.0, "onnx_atol": 0.0})
+        os.makedirs(os.path.join(args.out, name))
+        path = os.path.join(args.out, name, "model.onnx")
+        onnx.save(model, path)
+        outs = ort_run.session(path, 1).run(None, feeds)
+        write_case(name, model, inputs, feeds, outs)
+        if name in json_models:  # loom's model file as write_models wrote it, its weights file beside it
+            d = os.path.join(args.out, name + "_json")
+            os.makedirs(d)
+            with open(json_models[name]) as f:
+                weights = json.load(f).get("weights")
+            shutil.move(json_models[name], os.path.join(d, "model.json"))
+            if weights:
+                shutil.move(os.path.join(builder_dir, weights), os.path.join(d, weights))
+            write_case(name + "_json", model, inputs, feeds, outs)
         print(f"{name}: {len(model.graph.node)} nodes, input {[s for _, s in inputs]}, ONNX Runtime output "
               f"{outs[0].shape} std {float(np.std(outs[0])):.3g}{' (and its loom model file)' if name in json_models else ''}")
     shutil.rmtree(builder_dir)

@@ -156,9 +156,10 @@ fs::path model_file(const fs::path& dir) {
   return fs::exists(dir / "model.onnx") ? dir / "model.onnx" : dir / "model.json";
 }
 
-/// Imports the case for one data set (a model.json is loaded as it is). A graph input that loom needs at import (a shape, axes,
-/// pads, clip bounds given as an input rather than an initializer) is bound to the data set's
-/// value, as TVM's freeze_params does; every other input stays an input.
+/// Imports the case for one data set (a model.json is loaded as it is). A graph input that
+/// loom needs at import (a shape, axes, pads, clip bounds given as an input rather than an
+/// initializer) is bound to the data set's value, as TVM's freeze_params does; every other
+/// input stays an input.
 loom::graph_opt::Graph import_for(const fs::path& dir, const fs::path& set, const std::vector<std::string>& names) {
   if (model_file(dir).extension() == ".json") return loom::graph_opt::load_graph(model_file(dir).string());
   loom::graph_opt::OnnxImportOptions opt;
