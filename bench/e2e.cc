@@ -126,13 +126,9 @@ Options options_from(const cli::Args& a) {
   for (const auto& m : o.models)
     if (std::find(kModels.begin(), kModels.end(), m) == kModels.end())
       a.usage_error("--models: unknown model '{}'", m);
-  if (a.has("--threads")) {
-    o.threads.clear();
-    for (int64_t t : cli::parse_int_list("--threads", a.str("--threads"))) {
-      if (t < 1 || t > 256) a.usage_error("--threads: {} is not a thread count", t);
-      o.threads.push_back(int(t));
-    }
-  }
+  bench::int_list_option(a, "--threads", &o.threads);
+  for (int t : o.threads)
+    if (t < 1 || t > 256) a.usage_error("--threads: {} is not a thread count", t);
   if (a.has("--variants")) o.variants = bench::split_list(a.str("--variants"), ',');
   for (const auto& v : o.variants)
     if (v != "untuned" && v != "tuned64" && v != "tuned_long") a.usage_error("--variants: unknown variant '{}'", v);
