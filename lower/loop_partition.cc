@@ -17,7 +17,9 @@
 // Loops of a register tile keep their constant extent: an unrolled loop, or a serial loop
 // inside a local (register tile) allocation whose variable indexes it, is only split where
 // the parts' bounds are constants (a tail of constant extent); otherwise its iterations
-// keep their checks, and the tail's indices into the tile stay constants. (A vectorized
+// keep their checks, and the tail's indices into the tile stay constants. A short serial
+// loop with no iteration free of checks (a row of two tiles, each touching one edge of the
+// image) is peeled into its iterations, each at a constant. (A vectorized
 // loop checked on its own lanes cannot stay a vector loop either way, and is split.)
 #include <optional>
 #include <unordered_map>
@@ -380,6 +382,10 @@ Plan plan_loop(const ForNode* op) {
   return p;
 }
 
+/// A serial loop of at most this many iterations, none of them free of checks, is peeled
+/// whole.
+constexpr int64_t kMaxPeeled = 4;
+
 class LoopPartitioner : public IRMutator {
  public:
   using IRMutator::mutate;
@@ -450,6 +456,16 @@ class LoopPartitioner : public IRMutator {
         });
         add(hi, dead_hi, edge);
         add(dead_hi, end, dead(p.prefix));
+        return seq(std::move(parts));
+      }
+      auto n = te::as_const_int(op->extent);
+      if (n && *n <= kMaxPeeled && op->for_kind == ForKind::kSerial && te::is_zero(te::simplify(hi - lo))) {
+        // No iteration is free of checks (two tiles, each with an edge of the image): each
+        // iteration becomes its body at a constant, where the checks fold.
+        std::vector<Stmt> parts;
+        for (int64_t i = 0; i < *n; ++i)
+          parts.push_back(
+              edge(op, te::simplify(op->min + te::make_const(op->min.dtype(), i)), te::make_const(op->extent.dtype(), 1)));
         return seq(std::move(parts));
       }
     }

@@ -13,7 +13,9 @@
 //     constants, with each read of an intrinsic input (and of its output) a load of some
 //     buffer at offset + Σ stride·axis over the intrinsic's axes. The offsets and strides,
 //     expressions of the loops outside, are the BufferRegions the implementation receives.
-// Anything else is a loom::Error naming the stage, the axis and the part that differs.
+// Anything else is a loom::Error naming the stage, the axis and the part that differs. An
+// update that reads an input zero-padded inline, select(c, x, 0) with c invariant over the
+// intrinsic's loops, matches with x and runs under if (c): taps on the padding are skipped.
 //
 // A guarded nest keeps its loops for the tiles the guard cuts short: the replacement is
 //   if (likely(the guard holds for every point of the tile)) { intrinsic } else { the loops }
@@ -307,6 +309,57 @@ std::optional<Expr> holds_on_whole_tile(const Expr& guard, const te::IntSetMap& 
   return std::nullopt;
 }
 
+/// A stage whose input is zero-padded inline reads `select(c, x, 0)` in its update. Where `c`
+/// uses none of the intrinsic's loops and the update with each such select at 0 stores the
+/// accumulator unchanged (acc + 0·w), the selects are matched as their loads and the intrinsic
+/// runs under `if (c)`: the products with the padding are skipped, not computed as zero.
+class ZeroPaddedReads : public te::ExprMutator {
+ public:
+  explicit ZeroPaddedReads(const std::vector<const ForNode*>& loops) : loops_(loops) {}
+
+  /// The update value without its zero-padded selects, and their conditions (undefined:
+  /// none, or the update does not leave the accumulator unchanged where they are 0).
+  std::pair<Expr, Expr> strip(const StoreNode* store) {
+    at_padding_ = false;
+    Expr value = mutate(store->value);
+    if (conds_.empty()) return {store->value, Expr()};
+    at_padding_ = true;
+    Expr at_zero = te::simplify(mutate(store->value));
+    const auto* load = at_zero.as<te::LoadNode>();
+    if (!load || !load->buffer_var.same_as(store->buffer_var) || !te::structural_equal(load->index, store->index) ||
+        load->predicate.defined())
+      return {store->value, Expr()};
+    Expr cond;
+    for (const Expr& c : conds_) cond = cond.defined() ? (cond && c) : c;
+    return {value, cond};
+  }
+
+ protected:
+  Expr mutate_(const te::SelectNode* op) override {
+    if (!te::is_zero(op->false_value) || op->cond.dtype().is_vector() || uses_loops(op->cond) || has_load(op->cond))
+      return te::ExprMutator::mutate_(op);
+    if (at_padding_) return op->false_value;
+    conds_.push_back(op->cond);
+    return mutate(op->true_value);
+  }
+
+ private:
+  bool uses_loops(const Expr& e) const {
+    return te::expr_uses_var(e, [&](const te::VarNode* v) {
+      return std::any_of(loops_.begin(), loops_.end(), [&](const ForNode* f) { return f->loop_var.get() == v; });
+    });
+  }
+  static bool has_load(const Expr& e) {
+    bool found = false;
+    te::post_order_visit(e, [&](const Expr& x) { found |= x.as<te::LoadNode>() != nullptr; });
+    return found;
+  }
+
+  const std::vector<const ForNode*>& loops_;
+  std::vector<Expr> conds_;
+  bool at_padding_ = false;
+};
+
 class Tensorizer : public IRMutator {
  public:
   explicit Tensorizer(const schedule::Schedule& s) {
@@ -389,8 +442,11 @@ class Tensorizer : public IRMutator {
   }
 
   /// Matches a store against the intrinsic's output written with `value`.
-  void match_store(const TensorizedAxis& t, Matcher& m, const StoreNode* store, const Expr& value,
-                   const char* what) const {
+  /// `stage_value` replaces the stored value when defined (the update without its
+  /// zero-padded selects).
+  void match_store(const TensorizedAxis& t, Matcher& m, const StoreNode* store, const Expr& value, const char* what,
+                   Expr stage_value = Expr()) const {
+    if (!stage_value.defined()) stage_value = store->value;
     const te::Tensor& out = t.intrin->output;
     std::vector<Expr> dims;
     for (const IterVar& iv : out.op()->axis) dims.push_back(iv.var());
@@ -401,10 +457,10 @@ class Tensorizer : public IRMutator {
                            out.dtype().str()));
     if (auto mm = m.bind(out, store->buffer_var, store->index, dims, stage_store, decl_store))
       error(t, fmt::format("its output: {}", mm->why));
-    if (auto mm = m.match(store->value, value)) {
+    if (auto mm = m.match(stage_value, value)) {
       error(t, fmt::format("in the {}, the stage computes\n  {}\nwhere the intrinsic computes\n  {}\nthey differ at "
                            "{} (stage) against {} (intrinsic): {}",
-                           what, te::to_string(store->value), te::to_string(value), te::to_string(mm->stage),
+                           what, te::to_string(stage_value), te::to_string(value), te::to_string(mm->stage),
                            te::to_string(mm->decl), mm->why));
     }
   }
@@ -449,6 +505,10 @@ class Tensorizer : public IRMutator {
     Expr index = size == 1 ? out.elem_offset
                            : te::make<te::RampNode>(out.elem_offset, te::make_const(out.elem_offset.dtype(), 1), int(size));
     return make_stmt<StoreNode>(out.data, e, index, Expr());
+  }
+
+  static Stmt guarded(const Expr& cond, Stmt s) {
+    return cond.defined() ? make_stmt<IfThenElseNode>(cond, std::move(s), Stmt()) : s;
   }
 
   /// if (the guards hold on the whole tile) { tensorized } else { original }.
@@ -521,16 +581,22 @@ class Tensorizer : public IRMutator {
       Matcher mi(spatial, loops);
       match_store(t, mi, gi.store, red->combiner->identity[0], "initialization");
       Matcher mu(all_axes, all);
-      match_store(t, mu, gu.store, update_value, "update");
+      auto [value, padded] = ZeroPaddedReads(all).strip(gu.store);
+      match_store(t, mu, gu.store, update_value, "update", value);
+      if (padded.defined() && in.body)
+        error(t, fmt::format("it reads zero padding (under {}), which an intrinsic with one body for the reset and "
+                             "the update cannot skip",
+                             te::to_string(padded)));
       Stmt body = in.body ? emit(t, in.body, mu, "body")
-                          : seq({emit(t, in.reset, mi, "reset"), emit(t, in.update, mu, "update")});
+                          : seq({emit(t, in.reset, mi, "reset"), guarded(padded, emit(t, in.update, mu, "update"))});
       return versioned(t, {gi.guard, gu.guard}, all, body, region);
     }
     match_loops(t, loops, all_axes, loops, all_axes);
     GuardedStore g = bottom_store(t, inside, "in the update,");
     Matcher m(all_axes, loops);
-    match_store(t, m, g.store, update_value, "update");
-    return versioned(t, {g.guard}, loops, emit(t, in.update, m, "update"), region);
+    auto [value, padded] = ZeroPaddedReads(loops).strip(g.store);
+    match_store(t, m, g.store, update_value, "update", value);
+    return versioned(t, {g.guard}, loops, guarded(padded, emit(t, in.update, m, "update")), region);
   }
 
   std::unordered_map<const te::IterVarNode*, TensorizedAxis> axes_;

@@ -238,6 +238,80 @@ TEST(Tensorize, WithCacheWriteCacheReadAndComputeAt) {
   }
 }
 
+std::string lower_error(const Schedule& s, const std::vector<Tensor>& args) {
+  try {
+    lower(s, args, "f");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+void expect_contains(const std::string& msg, const std::string& part) {
+  EXPECT_NE(msg.find(part), std::string::npos) << "message: " << msg << "\nexpected to contain: " << part;
+}
+
+/// C[m, n] = Σ_{r<3} Σ_k int32(P[m + r, k]) · int32(W[n/16, k/4, n%16, k%4]), P = A padded by
+/// one row at each end with `fill` and inlined: a 1-D convolution over rows, as the int8
+/// convolutions read their zero padding. The rows r are outside the intrinsic.
+struct PaddedRows {
+  Tensor A, W, P, C;
+  Schedule s;
+  std::vector<Tensor> args() const { return {A, W, C}; }
+};
+
+PaddedRows padded_rows(const Shape& sh, int fill) {
+  PaddedRows p;
+  p.A = te::placeholder({sh.M, sh.K}, DataType::UInt(8), "A");
+  p.W = te::placeholder({(sh.N + 15) / 16, (sh.K + 3) / 4, 16, 4}, DataType::Int(8), "W");
+  p.P = te::ops::pad(p.A, {1, 0}, {1, 0}, te::make_const(DataType::UInt(8), fill));
+  IterVar r = te::reduce_axis({0, 3}, "r"), k = te::reduce_axis({0, sh.K}, "k");
+  const Tensor P = p.P, W = p.W;
+  p.C = te::compute(
+      {sh.M, sh.N},
+      [&](Var m, Var n) {
+        return te::sum(te::cast(DataType::Int(32), P(m + r, k)) *
+                           te::cast(DataType::Int(32), W(te::floordiv(n, 16), te::floordiv(k, 4), te::floormod(n, 16),
+                                                         te::floormod(k, 4))),
+                       {r, k});
+      },
+      "C");
+  p.s = create_schedule({p.C});
+  p.s[p.P].compute_inline();
+  schedule::Stage c = p.s[p.C];
+  auto [no, ni] = c.split(c.axis(1), 16);
+  auto [ko, ki] = c.split(k, 4);
+  c.reorder({c.axis(0), no, r, ko, ni, ki});
+  c.tensorize(ni, te::dot_u8s8s32(16));
+  return p;
+}
+
+TEST(Tensorize, ZeroPaddedInputSkipsThePadding) {
+  // The update reads select(0 <= m + r - 1 < M, A[..], 0): the intrinsic runs on A under that
+  // condition (loop_partition then bounds r per row), exact on every code path, with tails.
+  for (const PathTarget& p : kPaths) {
+    if (p.needs && !host_has(p.needs)) continue;
+    for (const Shape& sh : kShapes) {
+      PaddedRows pr = padded_rows(sh, 0);
+      EXPECT_EQ(check_exact(pr.s, pr.args(), Target(p.target)), "")
+          << p.path << ", shape " << sh.M << "x" << sh.N << "x" << sh.K;
+    }
+  }
+  PaddedRows whole = padded_rows(kShapes[0], 0);
+  std::string ir = lowering::to_string(lower(whole.s, whole.args(), "f"));
+  EXPECT_NE(ir.find("loom.dot_u8s8s32"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("select("), std::string::npos) << ir;
+}
+
+TEST(Tensorize, PaddingOtherThanZeroIsNotSkipped) {
+  // Padded with 3, the products with the padding count: the select stays and does not match.
+  PaddedRows pr = padded_rows(kShapes[0], 3);
+  std::string msg = lower_error(pr.s, pr.args());
+  expect_contains(msg, "stage 'C' at axis 'j.inner' does not match intrinsic 'dot_u8s8s32_16x4'");
+  expect_contains(msg, "select(");
+  expect_contains(msg, "not a load");
+}
+
 TEST(Tensorize, FullTilesRunOnlyTheIntrinsic) {
   // Whole tiles: no loop of the dot product is left; with tails the loops stay for them.
   auto whole = int8_matmul(4, 32, 16);
@@ -298,19 +372,6 @@ TEST(Tensorize, UserIntrinsicWithABody) {
               std::string::npos)
         << e.what();
   }
-}
-
-std::string lower_error(const Schedule& s, const std::vector<Tensor>& args) {
-  try {
-    lower(s, args, "f");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-void expect_contains(const std::string& msg, const std::string& part) {
-  EXPECT_NE(msg.find(part), std::string::npos) << "message: " << msg << "\nexpected to contain: " << part;
 }
 
 TEST(Tensorize, WrongExtentIsNamed) {

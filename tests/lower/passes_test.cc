@@ -266,6 +266,24 @@ TEST(LoopPartition, LeavesNonlinearConditions) {
   EXPECT_EQ(count_nodes<IfThenElseNode>(r), 1);
 }
 
+TEST(LoopPartition, ShortLoopWithNoCheckFreeIterationIsPeeled) {
+  // Two tiles of 28 columns over a 56-wide padded row, each touching one edge of the image:
+  // no iteration of the tile loop is free of checks, so each becomes its body at a constant
+  // and the checks fold there.
+  Var A = buf("A"), o("o"), w("w"), r("r");
+  Expr col = o * 28 + w + r - 1;
+  Stmt body = make_stmt<IfThenElseNode>(col >= 0 && col < 56, store(A, 1.0f, o * 28 + w), Stmt());
+  Stmt nest = loop(o, 0, 2, loop(w, 0, 28, loop(r, 0, 3, body, ForKind::kUnrolled), ForKind::kUnrolled));
+  Stmt peeled = loop_partition(nest);
+  std::string text = to_string(peeled);
+  for (const ForNode* f : find_nodes<ForNode>(peeled)) EXPECT_NE(f->loop_var.get(), o.get()) << text;
+  EXPECT_EQ(text.find("o *"), std::string::npos) << text;
+  // A parallel loop stays one: its iterations are the threads' work.
+  Stmt par = loop_partition(loop(o, 0, 2, loop(w, 0, 28, loop(r, 0, 3, body, ForKind::kUnrolled), ForKind::kUnrolled),
+                                 ForKind::kParallel));
+  EXPECT_NE(to_string(par).find("for (o, 0, 2) parallel"), std::string::npos) << par;
+}
+
 // A register tile of 6 rows over 1000 rows (tile loop io, 167 tiles), as schedule_ops makes it:
 // the tile T is a local buffer, its rows an unrolled loop over [base, base + 6) guarded by
 // the rows' bound, then (with `copy_out`) a serial loop copying the tile out. `base` picks the

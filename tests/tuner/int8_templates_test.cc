@@ -127,6 +127,45 @@ TEST(Int8Templates, ConvRandomConfigs) {
     check_random_configs(Task::create("conv2d_nchwc_int8", c.shape, Target("llvm"), "int8", c.attrs), 4, 3);
 }
 
+TEST(Int8Templates, ConvWithInlinePaddingSkipsThePaddingTaps) {
+  // pad_inline=1: the convolution reads its input through the padding's select, and the dot
+  // products on the padding are skipped (rows by the range of the kernel-row loop, columns
+  // by the kernel-column loop unrolled). Every such config of a 3x3 pad-1 layer whose row
+  // is one tile, two tiles (each touching one edge: the tile loop is peeled) or four with a
+  // tail, and a strided one, against te::evaluate; none of them multiplies by the padding.
+  struct Case {
+    std::vector<int64_t> shape;
+    std::map<std::string, std::string> attrs;
+  };
+  const Case cases[] = {
+      {{1, 16, 6, 12, 32, 3, 3}, {{"pad", "1"}}},
+      {{1, 16, 7, 11, 16, 3, 3}, {{"pad", "1"}, {"stride", "2"}}},
+  };
+  for (const Case& c : cases) {
+    Task task = Task::create("conv2d_nchwc_int8", c.shape, Target("llvm"), "int8", c.attrs);
+    int checked = 0;
+    for (int64_t i = 0; i < task.space().size(); ++i) {
+      ConfigEntity cfg = task.space().get(i);
+      if (cfg.value("pad_inline")[0] != 1 || cfg.value("reduce_order") != std::vector<int64_t>{0, 1, 2} ||
+          cfg.value("tile_oh").back() != 1 || cfg.value("rows_outer")[0] != 0 || cfg.label("unroll_rc") != "unroll")
+        continue;
+      Instance inst;
+      try {
+        inst = task.instantiate(i);
+      } catch (const InstantiationError&) {
+        continue;
+      }
+      EXPECT_EQ(check_config(task, i, Target("llvm")), "") << task.key();
+      std::string ir = lowering::to_string(lower(inst.schedule, inst.args, "f"));
+      EXPECT_EQ(ir.find("select("), std::string::npos) << task.key() << " config " << cfg.str() << ":\n" << ir;
+      EXPECT_NE(ir.find("loom.dot_u8s8s32"), std::string::npos) << cfg.str();
+      ++checked;
+    }
+    EXPECT_GE(checked, 4) << task.key();
+    std::cout << "[ checked ] " << task.key() << ": " << checked << " configs with the padding inlined\n";
+  }
+}
+
 TEST(Int8Templates, ConvRequantized) {
   Task task = Task::create("conv2d_nchwc_int8", {1, 16, 8, 8, 32, 3, 3}, Target("llvm"), "int8",
                            {{"pad", "1"}, {"out_dtype", "uint8"}, {"scale", "0.0007"}, {"zero_point", "7"}});

@@ -295,19 +295,20 @@ void schedule_gemm(ConfigContext& cfg, schedule::Stage out, const te::IterVar& b
   acc.vectorize(xcv);
 }
 
-void schedule_pad(ConfigContext& cfg, Schedule& s, const te::Tensor& out, const std::vector<int64_t>& values) {
+bool schedule_pad(ConfigContext& cfg, Schedule& s, const te::Tensor& out, const std::vector<int64_t>& values) {
   te::Operation pad_op;
   for (const te::Operation& op : te::post_dfs_order({out}))
     if (op->name == "pad") pad_op = op;
-  if (!pad_op) return;
+  if (!pad_op) return false;
   schedule::Stage pad = s[te::output(pad_op)];
   if (cfg.choice("pad_inline", values)) {
     pad.compute_inline();
-    return;
+    return true;
   }
   pad.parallel(pad.fuse(pad.axis(0), pad.axis(1)));
   const auto& leaves = pad.leaf_iter_vars();
   if (te::as_const_int(leaves.back()->dom.extent) == kBlock && leaves.size() >= 4) pad.vectorize(leaves.back());
+  return false;
 }
 
 void schedule_pack(schedule::Stage pack) {

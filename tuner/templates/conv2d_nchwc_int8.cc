@@ -8,7 +8,11 @@
 //   out    int32 [N, K/16, OH, OW, 16k], or requantize(out + bias) as int8/uint8 with attrs
 //          out_dtype, scale, zero_point (int8.h)
 // Shape and attrs stride and pad are the logical ones of conv2d_nchw; C and K must be
-// multiples of 16. Padding (with 0) is a stage of its own, computed before the convolution.
+// multiples of 16. Padding (with 0) is a stage of its own computed first (pad_inline 0), or
+// inlined (pad_inline 1): the dot products on the padding are then skipped, not computed
+// on zeros (lower/tensorize.cc runs each under the padding's condition; loop_partition
+// bounds the kernel-row loop of border rows, and the kernel-column loop, unrolled here,
+// folds the column checks).
 //
 // The output is computed in register tiles of tile_oc 16-channel blocks × tile_oh rows ×
 // tile_ow columns: for every 4 input channels one dot product (te::dot_u8s8s32: vpdpbusd
@@ -89,6 +93,7 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
                                          int8::kMaxAccumulators));
 
   Schedule s = create_schedule({out});
+  const bool pad_inline = tmpl::schedule_pad(cfg, s, out, {0, 1});
   schedule::Stage acc;
   if (requant) {
     acc = s[conv];
@@ -117,9 +122,8 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
   acc.unroll(acc.axis(1));
   acc.unroll(acc.axis(2));
   acc.unroll(acc.axis(3));
+  if (pad_inline) acc.unroll(red[2]);
   acc.tensorize(acc.axis(4), te::dot_u8s8s32(int(kLanes)));
-
-  tmpl::schedule_pad(cfg, s, out, {0});
   return s;
 }
 

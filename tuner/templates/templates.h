@@ -127,8 +127,8 @@ SplitOptions tile_options(int64_t extent, int64_t max);
 
 /// The "pad" stage feeding `out`, if there is one (te::ops::pad): knob pad_inline with
 /// `values` (1: inlined into its consumer; 0: computed at the root, outer two axes fused and
-/// parallel, innermost vectorized when it is a 16-lane channel block).
-void schedule_pad(ConfigContext& cfg, Schedule& s, const te::Tensor& out, const std::vector<int64_t>& values);
+/// parallel, innermost vectorized when it is a 16-lane channel block). True when inlined.
+bool schedule_pad(ConfigContext& cfg, Schedule& s, const te::Tensor& out, const std::vector<int64_t>& values);
 
 /// A packing stage [.., blocks, K, kBlock]: vectorized innermost, outer axes fused and parallel.
 void schedule_pack(schedule::Stage pack);
