@@ -17,7 +17,8 @@
 // multiply-add as two operations, as GFLOP/s does for float32. After the table: this core's
 // vpdpbusd peak (a loop of independent dot products) with each 1-thread figure as a share of
 // it, and each convolution's share of multiply-adds that read the image rather than its zero
-// padding (oneDNN skips the others, loom's padded copy computes them).
+// padding (oneDNN skips the others; loom does with pad_inline 1, computes them on a padded
+// copy with pad_inline 0).
 //
 //   bench/int8 [--log-dir DIR] [--trials N] [--conv-trials N] [--resume | --no-tune]
 //              [--sections matmul,conv] [--threads 1,2] [--repeat R] [--json FILE]
