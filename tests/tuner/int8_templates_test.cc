@@ -112,37 +112,36 @@ TEST(Int8Templates, MatmulRequantized) {
   }
 }
 
+/// A conv2d_nchwc_int8 workload: [N, C, H, W, K, R, S] and its attrs.
+struct ConvCase {
+  std::vector<int64_t> shape;
+  std::map<std::string, std::string> attrs;
+  Task task() const { return Task::create("conv2d_nchwc_int8", shape, Target("llvm"), "int8", attrs); }
+};
+
 TEST(Int8Templates, ConvRandomConfigs) {
-  // [N, C, H, W, K, R, S] with stride/pad: padded 3x3, a strided 3x3 and a 1x1.
-  struct Case {
-    std::vector<int64_t> shape;
-    std::map<std::string, std::string> attrs;
-  };
-  const Case cases[] = {
+  // A padded 3x3, a strided 3x3 and a 1x1.
+  const ConvCase cases[] = {
       {{1, 32, 9, 9, 32, 3, 3}, {{"pad", "1"}}},
       {{1, 16, 11, 10, 32, 3, 3}, {{"pad", "1"}, {"stride", "2"}}},
       {{2, 32, 7, 7, 16, 1, 1}, {}},
   };
-  for (const Case& c : cases)
-    check_random_configs(Task::create("conv2d_nchwc_int8", c.shape, Target("llvm"), "int8", c.attrs), 4, 3);
+  for (const ConvCase& c : cases) check_random_configs(c.task(), 4, 3);
 }
 
 TEST(Int8Templates, ConvWithInlinePaddingSkipsThePaddingTaps) {
   // pad_inline=1: the convolution reads its input through the padding's select, and the dot
   // products on the padding are skipped (rows by the range of the kernel-row loop, columns
-  // by the kernel-column loop unrolled). Every such config of a 3x3 pad-1 layer whose row
-  // is one tile, two tiles (each touching one edge: the tile loop is peeled) or four with a
-  // tail, and a strided one, against te::evaluate; none of them multiplies by the padding.
-  struct Case {
-    std::vector<int64_t> shape;
-    std::map<std::string, std::string> attrs;
-  };
-  const Case cases[] = {
+  // by the kernel-column loop unrolled). On a 3x3 pad-1 layer and a strided one, every
+  // pad_inline config of one reduction order and row tiling, its row in one tile, two tiles
+  // (each touching one edge: the tile loop is peeled), three, four or tiles with a tail,
+  // against te::evaluate; none of them multiplies by the padding.
+  const ConvCase cases[] = {
       {{1, 16, 6, 12, 32, 3, 3}, {{"pad", "1"}}},
       {{1, 16, 7, 11, 16, 3, 3}, {{"pad", "1"}, {"stride", "2"}}},
   };
-  for (const Case& c : cases) {
-    Task task = Task::create("conv2d_nchwc_int8", c.shape, Target("llvm"), "int8", c.attrs);
+  for (const ConvCase& c : cases) {
+    Task task = c.task();
     int checked = 0;
     for (int64_t i = 0; i < task.space().size(); ++i) {
       ConfigEntity cfg = task.space().get(i);
