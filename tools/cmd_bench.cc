@@ -56,6 +56,12 @@ double time_it(const std::function<void()>& f, int repeat, double min_ms) {
   return times[times.size() / 2];
 }
 
+/// The OpenMP wait policy oneDNN's threads run with (tools/loom.cc sets passive for bench).
+std::string omp_wait_policy() {
+  const char* p = std::getenv("OMP_WAIT_POLICY");
+  return p && *p ? p : "unset (OpenMP's default: spin a while, then sleep)";
+}
+
 /// Throws loom::Error naming the first element where `got` and `want` differ by more than
 /// a tolerance relative to the output's magnitude (integer outputs: where they differ).
 void check_close(const std::string& what, const NDArray& got, const std::string& ref_name, const NDArray& want) {
@@ -237,6 +243,7 @@ int run(const Args& a) {
       if (!c->source.empty()) e[c->role == "deployed" ? "path" : "log"] = c->source;
       if (c->role == "tuned" && tuned_record) e["logged_gflops"] = tuned_record->gflops();
       if (c->role == "peer") e["library"] = peer->key;
+      if (c->role == "peer" && peer->key == "onednn") e["omp_wait_policy"] = omp_wait_policy();
       j[role] = e;
     }
     if (!peer) j["peer_unavailable"] = why_no_peer;
@@ -270,6 +277,13 @@ int run(const Args& a) {
     std::cout << fmt::format("  {:<44} {:>9.2f} {:>10.3f} {:>11} {:>9}\n", c->label, gflops(c), c->seconds * 1e3,
                              cell(ratio(role, "default")), cell(ratio(role, "peer")));
   }
+  if (peer && peer->key == "onednn" && threads > 1)
+    std::cout << fmt::format("note: oneDNN's OpenMP threads wait with OMP_WAIT_POLICY={}{}\n", omp_wait_policy(),
+                             omp_wait_policy() == "passive"
+                                 ? " (set by loom bench: spinning waits starve on a busy machine); on a quiet one "
+                                   "oneDNN spins between parallel regions and runs faster at several threads: "
+                                   "bench/int8 times both that way (docs/benchmarks.md)"
+                                 : "");
   const char* best_role = find("deployed") ? "deployed" : find("tuned") ? "tuned" : nullptr;
   if (best_role) {
     auto vs_peer = ratio(best_role, "peer");

@@ -263,6 +263,25 @@ TEST_F(CliTest, BuildWithoutRecordWarnsAndFallsBack) {
   EXPECT_TRUE(nlohmann::json::parse(bench.out)["tuned"].is_null());
 }
 
+TEST_F(CliTest, BenchSaysHowOneDnnsThreadsWait) {
+  // loom bench runs oneDNN's OpenMP threads with the passive wait policy unless the user set
+  // one, and says so: its several-thread figures are lower than with OpenMP's default.
+  const std::string int8 = "bench --op matmul_int8 --shape 32,64,64 --dtype int8 --repeat 2 --threads 2";
+  Result table = loom(int8);
+  ASSERT_EQ(table.rc, 0) << table.err;
+  if (table.out.find("oneDNN") == std::string::npos || table.out.find("n/a") != std::string::npos)
+    GTEST_SKIP() << "no oneDNN peer in this build:\n" << table.out;
+  EXPECT_HAS(table.out, "note: oneDNN's OpenMP threads wait with OMP_WAIT_POLICY=passive (set by loom bench");
+  nlohmann::json j = nlohmann::json::parse(loom(int8 + " --json").out);
+  EXPECT_EQ(j["peer"]["omp_wait_policy"], "passive");
+  // A policy the user set is kept, and reported.
+  ::setenv("OMP_WAIT_POLICY", "active", 1);
+  Result chosen = loom("bench --op matmul_int8 --shape 32,64,64 --dtype int8 --repeat 2 --threads 1 --json");
+  ::unsetenv("OMP_WAIT_POLICY");
+  ASSERT_EQ(chosen.rc, 0) << chosen.err;
+  EXPECT_EQ(nlohmann::json::parse(chosen.out)["peer"]["omp_wait_policy"], "active");
+}
+
 TEST_F(CliTest, BadTargetsHugeShapesAndUnusableOutputsAreClearErrors) {
   const std::string log = " --log " + path("x.jsonl");
   const std::string out = " -o " + path("lib.so");
