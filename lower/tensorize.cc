@@ -312,7 +312,8 @@ std::optional<Expr> holds_on_whole_tile(const Expr& guard, const te::IntSetMap& 
 /// A stage whose input is zero-padded inline reads `select(c, x, 0)` in its update. Where `c`
 /// uses none of the intrinsic's loops and the update with each such select at 0 stores the
 /// accumulator unchanged (acc + 0·w), the selects are matched as their loads and the intrinsic
-/// runs under `if (c)`: the products with the padding are skipped, not computed as zero.
+/// runs under `if (c)`: the products with the padding are skipped, not computed as zero. A
+/// float update keeps its select: 0·w does not simplify to 0 (w may be infinite or NaN).
 class ZeroPaddedReads : public te::ExprMutator {
  public:
   explicit ZeroPaddedReads(const std::vector<const ForNode*>& loops) : loops_(loops) {}

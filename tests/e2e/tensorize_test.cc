@@ -312,6 +312,32 @@ TEST(Tensorize, PaddingOtherThanZeroIsNotSkipped) {
   expect_contains(msg, "not a load");
 }
 
+TEST(Tensorize, FloatPaddingIsNotSkipped) {
+  // In floating point 0·w is NaN where w is infinite or NaN, so a float update keeps the
+  // select of its zero-padded input, which does not match the intrinsic's load.
+  Tensor a = te::placeholder({4}, DataType::Float(32), "a"), w = te::placeholder({16, 4}, DataType::Float(32), "w");
+  IterVar kd = te::reduce_axis({0, 4}, "k");
+  Tensor c = te::compute({16}, [&](Var i) { return te::sum(a(kd) * w(i, kd), {kd}); }, "c");
+  auto impl = [](const std::vector<te::BufferRegion>&, const te::BufferRegion&) -> te::Expr {
+    return te::make<te::BroadcastNode>(te::Expr(0.0f), 16);
+  };
+  te::TensorIntrin fdot = te::decl_tensor_intrin("fdot_16x4", c, {a, w}, {}, impl, impl);
+
+  Tensor A = te::placeholder({6, 8}, DataType::Float(32), "A"), W = te::placeholder({32, 8}, DataType::Float(32), "W");
+  Tensor P = te::ops::pad(A, {1, 0}, {1, 0});
+  IterVar r = te::reduce_axis({0, 3}, "r"), k = te::reduce_axis({0, 8}, "k");
+  Tensor C = te::compute({6, 32}, [&](Var m, Var n) { return te::sum(P(m + r, k) * W(n, k), {r, k}); }, "C");
+  Schedule s = create_schedule({C});
+  s[P].compute_inline();
+  auto [no, ni] = s[C].split(s[C].axis(1), 16);
+  auto [ko, ki] = s[C].split(k, 4);
+  s[C].reorder({s[C].axis(0), no, r, ko, ni, ki});
+  s[C].tensorize(ni, fdot);
+  std::string msg = lower_error(s, {A, W, C});
+  expect_contains(msg, "does not match intrinsic 'fdot_16x4'");
+  expect_contains(msg, "not a load");
+}
+
 TEST(Tensorize, FullTilesRunOnlyTheIntrinsic) {
   // Whole tiles: no loop of the dot product is left; with tails the loops stay for them.
   auto whole = int8_matmul(4, 32, 16);
