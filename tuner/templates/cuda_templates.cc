@@ -8,22 +8,36 @@
 // the thread's inner tile; its reduction is split by a tile_k-style knob and the inputs are
 // fetched into shared memory (cache_read "shared") at the reduction's outer loop, the fetch
 // fused, split over the block's threads and bound to them (cooperative fetching). An unroll
-// knob unrolls the inner reduction. Configs with more than 1024 threads per block or more
-// than 48 KiB of shared memory are rejected as instantiation errors. A fused epilogue is
+// knob unrolls the inner reduction. Each axis's [vthread, thread, inner] parts are at most
+// [4, 64, 8]; configs with more than 1024 threads per block, more than 128 accumulators per
+// thread or more than 48 KiB of shared memory are rejected as instantiation errors. The
+// default config is a 256-thread block of 4×4 (matmul: 8×8 with vthreads) points per thread. A fused epilogue is
 // computed by each thread on its accumulators before the store.
 #include "templates.h"
 
 namespace loom::tuner {
 namespace {
 
+constexpr int64_t kMaxVthreads = 4, kMaxThreadsPerAxis = 64, kMaxInner = 8;
+/// Accumulators one thread may hold: they must stay in its registers (255 of them).
+constexpr int64_t kMaxAccumulators = 128;
+
 using te::IterVar;
 using te::Tensor;
 using te::Var;
 
-SplitOptions four_way() {
+/// The [vthread, thread, inner] parts of a GPU tile over `extent`, their product dividing it:
+/// up to 4 vthreads, 64 threads and 8 inner points (the ranges AutoTVM's GPU templates
+/// explore). Any factors at all would make almost every config of a large extent useless
+/// (tiles of thousands of accumulators per thread).
+SplitOptions four_way(int64_t extent) {
   SplitOptions o;
   o.num_outputs = 4;
-  o.policy = SplitOptions::kFactors;
+  o.policy = SplitOptions::kCandidates;
+  for (int64_t v = 1; v <= kMaxVthreads; ++v)
+    for (int64_t t = 1; t <= kMaxThreadsPerAxis; ++t)
+      for (int64_t i = 1; i <= kMaxInner; ++i)
+        if (extent % (v * t * i) == 0) o.candidates.push_back({v, t, i});
   return o;
 }
 
@@ -37,10 +51,12 @@ void schedule_gpu(ConfigContext& cfg, Schedule& s, schedule::Stage out, const st
   static const char* dims[] = {"z", "y", "x"};
   const size_t off = 3 - axes.size();
   std::vector<std::vector<IterVar>> parts;
-  int64_t threads = 1;
+  int64_t threads = 1, accumulators = 1;
   for (size_t i = 0; i < axes.size(); ++i) {
     parts.push_back(cfg.apply_split(knobs[i], out, axes[i]));
-    threads *= cfg.value(knobs[i])[2];
+    const std::vector<int64_t>& v = cfg.value(knobs[i]);
+    threads *= v[2];
+    accumulators *= v[1] * v[3];
   }
   std::vector<IterVar> order;
   for (int level = 0; level < 4; ++level)
@@ -53,6 +69,9 @@ void schedule_gpu(ConfigContext& cfg, Schedule& s, schedule::Stage out, const st
     out.bind(parts[i][2], te::thread_axis("threadIdx." + d));
   }
   if (threads > 1024) throw InstantiationError(fmt::format("{} threads per block (at most 1024)", threads));
+  if (accumulators > kMaxAccumulators)
+    throw InstantiationError(fmt::format("{} accumulators per thread (at most {}, in registers)", accumulators,
+                                         kMaxAccumulators));
   if (shared_elem_bound * 4 > 48 * 1024)
     throw InstantiationError(fmt::format("about {} bytes of shared memory (at most 49152)", shared_elem_bound * 4));
   acc.compute_at(out, parts.back()[2]);
@@ -96,8 +115,8 @@ Schedule matmul_schedule(ConfigContext& cfg, const Tensor& C, const Tensor& outp
   Tensor A = in[0], B = in[1];
   const int64_t M = *te::as_const_int(C.shape()[0]), N = *te::as_const_int(C.shape()[1]);
   const int64_t K = *te::as_const_int(A.shape()[1]);
-  cfg.split("tile_y", M, four_way());
-  cfg.split("tile_x", N, four_way());
+  cfg.split("tile_y", M, four_way(M));
+  cfg.split("tile_x", N, four_way(N));
   cfg.split("tile_k", K, SplitOptions{SplitOptions::kFactors, 2, 64, {}});
   Schedule s = tmpl::create_epilogue_schedule(C, output);
   Tensor AA = s.cache_read(A, "shared", std::vector<Tensor>{C});
@@ -124,6 +143,15 @@ Template matmul_cuda() {
   t.compute = matmul_compute;
   t.schedule = tmpl::bare(matmul_schedule);
   t.schedule_epilogue = matmul_schedule;
+  // 16×16 threads, each 2×2 vthreads of 4×4 points: a 128×128 block tile, 8 deep.
+  t.default_config = [](const ConfigSpace& sp) {
+    tmpl::Preferences p;
+    p.values["tile_y"] = {-1, 2, 16, 4};
+    p.values["tile_x"] = {-1, 2, 16, 4};
+    p.values["tile_k"] = {-1, 8};
+    p.values["unroll_k"] = {1};
+    return tmpl::closest_config(sp, p);
+  };
   return t;
 }
 
@@ -150,9 +178,9 @@ Schedule conv_schedule(ConfigContext& cfg, const Tensor& out, const Tensor& outp
   const Tensor kernel = out.op()->input_tensors()[1];
   const int64_t K = *te::as_const_int(out.shape()[1]), OH = *te::as_const_int(out.shape()[2]),
                 OW = *te::as_const_int(out.shape()[3]);
-  cfg.split("tile_f", K, four_way());
-  cfg.split("tile_y", OH, four_way());
-  cfg.split("tile_x", OW, four_way());
+  cfg.split("tile_f", K, four_way(K));
+  cfg.split("tile_y", OH, four_way(OH));
+  cfg.split("tile_x", OW, four_way(OW));
   Schedule s = tmpl::create_epilogue_schedule(out, output);
   // Padding is inlined into the shared-memory fetch.
   Tensor padded = out.op()->input_tensors()[0];
@@ -197,6 +225,16 @@ Template conv_template(bool depthwise) {
     return conv_schedule(cfg, anchor, output, depthwise);
   };
   t.schedule = tmpl::bare(t.schedule_epilogue);
+  // 8 channel threads × 2 vthreads × 2 channels, 4 × 8 pixel threads: 256 threads.
+  t.default_config = [](const ConfigSpace& sp) {
+    tmpl::Preferences p;
+    p.values["tile_f"] = {-1, 2, 8, 2};
+    p.values["tile_y"] = {-1, 1, 4, 1};
+    p.values["tile_x"] = {-1, 1, 8, 1};
+    p.values["tile_k"] = {-1, 4};
+    p.values["unroll_k"] = {1};
+    return tmpl::closest_config(sp, p);
+  };
   return t;
 }
 
