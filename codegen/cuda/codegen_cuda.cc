@@ -1,8 +1,9 @@
 // CUDA C from the device kernels of lowered functions.
 //
 // Vector expressions (after vectorize_loops) are scalarized lane by lane, except a store of
-// a 2- or 4-lane float vector loaded contiguously from another buffer (a cooperative fetch),
-// which becomes one float2/float4 copy when both indices are provably multiples of the lane
+// a vector loaded contiguously from another buffer (a cooperative fetch): 2 or 4 float32
+// lanes become one float2/float4 copy, other types of 4, 8 or 16 bytes (8 float16 lanes)
+// one unsigned int/uint2/uint4 copy, when both indices are provably multiples of the lane
 // count. Buffers are at least 16-byte aligned (cuMemAlloc gives 256; the CUDA module checks
 // user arrays; shared and local arrays are declared __align__(16)).
 #include <cmath>
@@ -329,10 +330,14 @@ class KernelPrinter {
     auto* ramp = s->index.as<te::RampNode>();
     auto* ld = s->value.as<te::LoadNode>();
     DataType et = s->value.dtype().element_of();
-    if (!s->predicate.defined() && ramp && ld && !ld->predicate.defined() && (lanes == 2 || lanes == 4) &&
-        et == DataType::Float(32) && is_one(ramp->stride) && divisible(ramp->base, lanes)) {
+    const int64_t bytes = int64_t(lanes) * et.bits() / 8;
+    const char* vt = et == DataType::Float(32) ? (lanes == 2 ? "float2" : lanes == 4 ? "float4" : nullptr)
+                     : ld && ld->dtype == s->value.dtype() && et.bits() % 8 == 0
+                         ? (bytes == 4 ? "unsigned int" : bytes == 8 ? "uint2" : bytes == 16 ? "uint4" : nullptr)
+                         : nullptr;
+    if (!s->predicate.defined() && ramp && ld && !ld->predicate.defined() && lanes >= 2 && vt &&
+        is_one(ramp->stride) && divisible(ramp->base, lanes)) {
       if (auto* src = ld->index.as<te::RampNode>(); src && is_one(src->stride) && divisible(src->base, lanes)) {
-        std::string vt = fmt::format("float{}", lanes);
         line() << fmt::format("*({0}*)({1} + {2}) = *(const {0}*)({3} + {4});\n", vt, name(s->buffer_var),
                               expr(ramp->base, -1), name(ld->buffer_var), expr(src->base, -1));
         return;

@@ -53,6 +53,9 @@ TEST(Wmma, TensorcoreMatmulLowersToFragmentCalls) {
     EXPECT_GE(count(src, "nvcuda::wmma::load_matrix_sync(A_shared_wmma_matrix_a"), 1u);
     EXPECT_GE(count(src, "nvcuda::wmma::load_matrix_sync(B_shared_wmma_matrix_b"), 1u);
     EXPECT_GE(count(src, "nvcuda::wmma::store_matrix_sync(("), 1u);
+    // Each thread fetches 8 float16 at once into shared memory: one 16-byte copy.
+    EXPECT_GE(count(src, "*(uint4*)(A_shared + "), 1u);
+    EXPECT_GE(count(src, "*(uint4*)(B_shared + "), 1u);
     // The fetch is complete before the fragments read it, and read before the next fetch.
     EXPECT_GE(count(src, "__syncthreads();"), 2u);
     // The kernel's block: 32 lanes times the warps.

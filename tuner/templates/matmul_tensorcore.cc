@@ -6,7 +6,7 @@
 // 16×16 accumulator fragments (cache_write "wmma.accumulator"), stored to C with
 // store_matrix_sync. The reduction runs in steps of chunk·16: the block's A and B panels of
 // one step are fetched into shared memory by all its threads (cooperative fetch: fused,
-// split over threadIdx.x (the 32 lanes of a warp) and the warps), then each warp loads its
+// split over threadIdx.x (the 32 lanes of a warp) and the warps, 16 bytes per thread and step), then each warp loads its
 // fragments from shared memory (load_matrix_sync, cache_read "wmma.matrix_a"/"matrix_b") and
 // multiplies them (mma_sync) 16 deep at a time. The fragment stages bind no threadIdx.x: the
 // 32 threads of a warp run them together, as WMMA requires. Configs whose tiles do not divide
@@ -23,6 +23,7 @@ using te::Tensor;
 using te::Var;
 
 constexpr int64_t kTile = 16;
+constexpr int64_t kVector = 8;  // float16 elements a thread fetches at once
 
 void check(const records::Workload& w) {
   LOOM_CHECK(w.dtype == "float16", "{}: dtype must be float16 (float16 inputs, float32 accumulation and output), got '{}'",
@@ -49,13 +50,16 @@ std::vector<Tensor> compute(const records::Workload& w) {
   return {A, B, C};
 }
 
-/// Fetches a shared stage with all threads of the block: 32 lanes innermost.
+/// Fetches a shared stage with all threads of the block, 8 float16 (16 bytes, one uint4
+/// copy) per thread and step, 32 lanes next.
 void cooperative_fetch(schedule::Stage st, int64_t warps_m, int64_t warps_n) {
   IterVar fused = st.fuse(st.axis(0), st.axis(1));
-  auto [rest, tx] = st.split(fused, int64_t(32));
+  auto [vectors, v] = st.split(fused, kVector);
+  st.vectorize(v);
+  auto [rest, tx] = st.split(vectors, int64_t(32));
   auto [rest2, ty] = st.split(rest, warps_m);
   auto [rest3, tz] = st.split(rest2, warps_n);
-  st.reorder({rest3, tz, ty, tx});
+  st.reorder({rest3, tz, ty, tx, v});
   st.bind(tx, te::thread_axis("threadIdx.x"));
   st.bind(ty, te::thread_axis("threadIdx.y"));
   st.bind(tz, te::thread_axis("threadIdx.z"));
