@@ -73,6 +73,19 @@ bool divisible(const Expr& e, int64_t n) {
   return false;
 }
 
+/// The C type that copies `lanes` elements of `et` at once, or null: float2/float4 for
+/// float32, else an unsigned integer type of the same 4, 8 or 16 bytes.
+const char* copy_type(DataType et, int lanes) {
+  if (lanes < 2 || et.bits() % 8 != 0) return nullptr;
+  if (et == DataType::Float(32)) return lanes == 2 ? "float2" : lanes == 4 ? "float4" : nullptr;
+  switch (int64_t(lanes) * et.bits() / 8) {
+    case 4: return "unsigned int";
+    case 8: return "uint2";
+    case 16: return "uint4";
+    default: return nullptr;
+  }
+}
+
 class KernelPrinter {
  public:
   KernelPrinter(const DeviceFunc& k, const CudaCodegenOptions& opts) : k_(k), opts_(opts) {}
@@ -330,12 +343,8 @@ class KernelPrinter {
     auto* ramp = s->index.as<te::RampNode>();
     auto* ld = s->value.as<te::LoadNode>();
     DataType et = s->value.dtype().element_of();
-    const int64_t bytes = int64_t(lanes) * et.bits() / 8;
-    const char* vt = et == DataType::Float(32) ? (lanes == 2 ? "float2" : lanes == 4 ? "float4" : nullptr)
-                     : ld && ld->dtype == s->value.dtype() && et.bits() % 8 == 0
-                         ? (bytes == 4 ? "unsigned int" : bytes == 8 ? "uint2" : bytes == 16 ? "uint4" : nullptr)
-                         : nullptr;
-    if (!s->predicate.defined() && ramp && ld && !ld->predicate.defined() && lanes >= 2 && vt &&
+    const char* vt = ld && ld->dtype == s->value.dtype() ? copy_type(et, lanes) : nullptr;
+    if (!s->predicate.defined() && ramp && ld && !ld->predicate.defined() && vt &&
         is_one(ramp->stride) && divisible(ramp->base, lanes)) {
       if (auto* src = ld->index.as<te::RampNode>(); src && is_one(src->stride) && divisible(src->base, lanes)) {
         line() << fmt::format("*({0}*)({1} + {2}) = *(const {0}*)({3} + {4});\n", vt, name(s->buffer_var),

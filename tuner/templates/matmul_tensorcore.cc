@@ -6,9 +6,9 @@
 // 16×16 accumulator fragments (cache_write "wmma.accumulator"), stored to C with
 // store_matrix_sync. The reduction runs in steps of chunk·16: the block's A and B panels of
 // one step are fetched into shared memory by all its threads (cooperative fetch: fused,
-// split over threadIdx.x (the 32 lanes of a warp) and the warps, 16 bytes per thread and step), then each warp loads its
-// fragments from shared memory (load_matrix_sync, cache_read "wmma.matrix_a"/"matrix_b") and
-// multiplies them (mma_sync) 16 deep at a time. The fragment stages bind no threadIdx.x: the
+// 16 bytes per thread and step, split over threadIdx.x (the 32 lanes of a warp) and the
+// warps), then each warp loads its fragments from shared memory (load_matrix_sync,
+// cache_read "wmma.matrix_a"/"matrix_b") and multiplies them (mma_sync) 16 deep at a time. The fragment stages bind no threadIdx.x: the
 // 32 threads of a warp run them together, as WMMA requires. Configs whose tiles do not divide
 // the shape, or that need more than 1024 threads or 48 KiB of shared memory, are rejected.
 #include <loom/te/tensor_intrinsics.h>
