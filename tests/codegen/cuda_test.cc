@@ -238,13 +238,16 @@ void compile_random_configs(const std::string& op, std::vector<int64_t> shape, i
       ++rejected;
       continue;
     }
+    // A config the template instantiates must pass the GPU verifier (threads, shared memory,
+    // registers): one it does not would cost the tuner a trial, and fail on a device.
     LowerOptions o;
     o.target = Target("cuda");
     LoweredFunc f;
     try {
       f = lowering::lower(inst.schedule, inst.args, op, o);
     } catch (const Error& e) {
-      ++rejected;  // the GPU verifier (thread/shared-memory limits) rejects it
+      ADD_FAILURE() << op << " config " << idx << " (" << task.space().get(idx).str() << ") instantiates but "
+                    << e.what();
       continue;
     }
     ASSERT_FALSE(f.device_funcs.empty()) << op << " config " << idx;
@@ -254,11 +257,36 @@ void compile_random_configs(const std::string& op, std::vector<int64_t> shape, i
   EXPECT_GT(compiled, 0) << op << ": every config was rejected (" << rejected << ")";
 }
 
+/// The default config's block: threads per block, from the kernel's launch extents.
+int64_t default_threads(const std::string& op, std::vector<int64_t> shape,
+                        std::map<std::string, std::string> attrs = {}) {
+  auto task = tuner::Task::create(op, shape, Target("cuda"), "float32", attrs);
+  tuner::Instance inst = task.instantiate_default();
+  LowerOptions o;
+  o.target = Target("cuda");
+  LoweredFunc f = lowering::lower(inst.schedule, inst.args, op, o);
+  int64_t threads = 1;
+  for (const auto& [tag, e] : f.device_funcs.at(0).thread_extents)
+    if (tag.rfind("threadIdx.", 0) == 0) threads *= te::as_const_int(e).value_or(1);
+  return threads;
+}
+
 TEST(CudaTemplates, RandomConfigsCompile) {
   SKIP_WITHOUT_NVRTC();
   compile_random_configs("matmul_cuda", {256, 128, 64}, 12);
+  compile_random_configs("matmul_cuda", {4096, 4096, 4096}, 12);
   compile_random_configs("conv2d_nchw_cuda", {1, 16, 14, 14, 32, 3, 3}, 8);
+  compile_random_configs("conv2d_nchw_cuda", {1, 64, 56, 56, 64, 3, 3}, 8);
   compile_random_configs("depthwise_conv2d_nchw_cuda", {1, 16, 14, 14, 16, 3, 3}, 8);
+}
+
+TEST(CudaTemplates, DefaultConfigsFillABlock) {
+  // Untuned, a GPU template runs its default config: 256-thread blocks, not one thread each
+  // (config 0 of the space, which the matmul template ran at 0.1% of cuBLAS on an H200).
+  EXPECT_EQ(default_threads("matmul", {4096, 4096, 4096}), 256);
+  EXPECT_EQ(default_threads("matmul", {1024, 512, 256}), 256);
+  EXPECT_EQ(default_threads("conv2d_nchw", {1, 64, 56, 56, 64, 3, 3}, {{"pad", "1"}}), 256);
+  EXPECT_GE(default_threads("conv2d_nchw", {1, 512, 7, 7, 512, 3, 3}, {{"pad", "1"}}), 128);
 }
 
 TEST(CudaTemplates, OnlyForCudaTargets) {

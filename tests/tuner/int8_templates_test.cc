@@ -134,11 +134,12 @@ TEST(Int8Templates, ConvWithInlinePaddingSkipsThePaddingTaps) {
   // products on the padding are skipped (rows by the range of the kernel-row loop, columns
   // by the kernel-column loop unrolled). On a 3x3 pad-1 layer and a strided one, every
   // pad_inline config of one reduction order and row tiling (rows of 1, 2 -- each tile
-  // touching one edge: the tile loop is peeled --, 3, 4, 6 or 12 column tiles) against
-  // te::evaluate; none of them multiplies by the padding.
+  // touching one edge: the tile loop is peeled --, 3, 4, 6 or 12 column tiles), and of a
+  // requantized layer, against te::evaluate; none of them multiplies by the padding.
   const ConvCase cases[] = {
       {{1, 16, 6, 12, 32, 3, 3}, {{"pad", "1"}}},
       {{1, 16, 7, 11, 16, 3, 3}, {{"pad", "1"}, {"stride", "2"}}},
+      {{1, 16, 5, 6, 16, 3, 3}, {{"pad", "1"}, {"out_dtype", "uint8"}, {"scale", "0.0007"}, {"zero_point", "7"}}},
   };
   for (const ConvCase& c : cases) {
     Task task = c.task();
