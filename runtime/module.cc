@@ -18,6 +18,9 @@ void PackedFunc::call(std::vector<DLTensor*> args) const {
   if (status != 0) {
     std::string msg = loom_get_last_error();
     if (msg.empty()) msg = fmt::format("failed with status {}", status);
+    // Functions whose messages already name them (every loom-generated check does) are
+    // not prefixed again.
+    if (msg.rfind(name_ + ": ", 0) == 0) fail("{}", msg);
     fail("{}: {}", name_, msg);
   }
 }

@@ -89,7 +89,7 @@ TEST_F(ModuleTest, ErrorsComeFromTheLibrary) {
     f(a, a);
     FAIL() << "expected loom::Error";
   } catch (const loom::Error& e) {
-    EXPECT_STREQ(e.what(), "add_one: add_one: expected 1 argument, got 2");
+    EXPECT_STREQ(e.what(), "add_one: expected 1 argument, got 2");
   }
   EXPECT_EQ(m.get_function("fail_always").call_status({}), -2);
   EXPECT_STREQ(loom_get_last_error(), "fail_always: as designed");
