@@ -2,6 +2,7 @@
 #include "loom/graph_opt/builder.h"
 
 #include "loom/runtime/error.h"
+#include "loom/runtime/suggest.h"
 
 namespace loom::graph_opt {
 
@@ -58,7 +59,8 @@ std::vector<Value> GraphBuilder::call(const std::string& op, const std::vector<V
   const te::ops::OpDef* def = te::ops::find_op(op);
   if (!def) {
     std::string known = fmt::format("{}", fmt::join(te::ops::op_names(), ", "));
-    fail("{}: unknown operator '{}' (registered: {})", where, op, known);
+    const std::string hint = did_you_mean(op, te::ops::op_names());
+    fail("{}: unknown operator '{}'{} (registered: {})", where, op, hint.empty() ? "" : "; " + hint, known);
   }
   Node n;
   n.kind = NodeKind::kOp;

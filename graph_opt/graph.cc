@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "loom/runtime/error.h"
+#include "loom/runtime/suggest.h"
 
 namespace loom::graph_opt {
 
@@ -143,7 +144,10 @@ void verify_node(const Graph& g, size_t i) {
     return;
   }
   const te::ops::OpDef* def = te::ops::find_op(n.op);
-  LOOM_CHECK(def, "{}: unknown operator '{}'", where(g, i), n.op);
+  if (!def) {
+    const std::string hint = did_you_mean(n.op, te::ops::op_names());
+    fail("{}: unknown operator '{}'{}", where(g, i), n.op, hint.empty() ? "" : "; " + hint);
+  }
   std::vector<TensorType> in;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     const ValueRef& v = n.inputs[k];

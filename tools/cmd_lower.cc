@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "loom/codegen/check_target.h"
 #include "loom/loom.h"
+#include "loom/runtime/suggest.h"
 
 namespace loom::cli {
 namespace {
@@ -18,11 +19,14 @@ std::vector<te::Tensor> make_op(const Args& a, const std::string& name, const st
   }
   if (!shape.empty()) a.usage_error("--shape is only supported for matmul (other examples have fixed shapes)");
   std::string known;
+  std::vector<std::string> names;
   for (const auto& c : te::ops::test_cases()) {
     if (c.name == name) return c.make();
     known += " " + c.name;
+    names.push_back(c.name);
   }
-  a.usage_error("--op: unknown operator '{}'; known:{}", name, known);
+  const std::string hint = did_you_mean(name, names);
+  a.usage_error("--op: unknown operator '{}'; {}known:{}", name, hint.empty() ? "" : hint + " ", known);
 }
 
 int run(const Args& a) {

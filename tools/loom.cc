@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "loom/runtime/suggest.h"
 #include "peers.h"
 
 namespace {
@@ -69,7 +70,10 @@ int main(int argc, char** argv) {
   for (const Command& c : cmds) {
     if (c.name == name) return loom::cli::run_command(c, {args.begin() + 1, args.end()});
   }
-  std::cerr << "loom: unknown command '" << name << "'\n\n";
+  std::vector<std::string> names = {"help"};
+  for (const Command& c : cmds) names.push_back(c.name);
+  const std::string hint = loom::did_you_mean(name, names);
+  std::cerr << "loom: unknown command '" << name << "'" << (hint.empty() ? "" : "; " + hint) << "\n\n";
   print_usage(std::cerr, cmds);
   return loom::cli::kExitUsage;
 }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 
+#include "loom/runtime/suggest.h"
 #include "loom/tuner/measure.h"
 #include "templates/templates.h"
 
@@ -87,7 +88,9 @@ const Template& get_template(const std::string& name, const std::string& target_
     if (key.first == name) kinds.push_back(key.second);
   if (!kinds.empty())
     fail("template '{}' does not support target '{}' (it supports: {})", name, target_kind, fmt::join(kinds, ", "));
-  fail("no schedule template '{}' (templates: {})", name, fmt::join(names_locked(r), ", "));
+  const std::vector<std::string> names = names_locked(r);
+  const std::string hint = did_you_mean(name, names);
+  fail("no schedule template '{}'{} (templates: {})", name, hint.empty() ? "" : "; " + hint, fmt::join(names, ", "));
 }
 
 const Template& get_template(const std::string& name) {

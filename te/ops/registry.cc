@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 
+#include "loom/runtime/suggest.h"
 #include "loom/te/op_registry.h"
 #include "register_ops.h"
 
@@ -174,7 +175,9 @@ const OpDef* find_op(const std::string& name) {
 
 const OpDef& get_op(const std::string& name) {
   if (const OpDef* d = find_op(name)) return *d;
-  fail("no operator '{}' (operators: {})", name, fmt::join(op_names(), ", "));
+  const std::vector<std::string> names = op_names();
+  const std::string hint = did_you_mean(name, names);
+  fail("no operator '{}'{} (operators: {})", name, hint.empty() ? "" : "; " + hint, fmt::join(names, ", "));
 }
 
 std::vector<std::string> op_names() {
