@@ -83,8 +83,11 @@ struct Partitioner {
     group_pattern = node_pattern;
     group_anchor.assign(n, -1);
     group_size.assign(n, 1);
+    // An opaque operator with a schedule template (softmax) anchors the group it is alone in.
     for (size_t i = 0; i < n; ++i)
-      if (node_pattern[i] == OpPattern::kOutEWiseFusable) group_anchor[i] = int(i);
+      if (node_pattern[i] == OpPattern::kOutEWiseFusable ||
+          (node_pattern[i] == OpPattern::kOpaque && g.nodes[i].is_op() && has_template(int(i))))
+        group_anchor[i] = int(i);
   }
 
   /// Whether node `n`'s operator has a schedule template on some target.

@@ -424,6 +424,12 @@ OpDef softmax_op() {
   d.compute = [](const std::vector<Tensor>& in, const Attrs& a) -> std::vector<Tensor> {
     return {softmax(in[0], int(attr_int(a, "axis")), "softmax")};
   };
+  // The "softmax" template is a row softmax of x[N,M]: a 2-D float32 input along its last axis.
+  d.strategy["llvm"] = [](const Types& in, const Attrs& a) -> std::optional<TemplateCall> {
+    const int64_t axis = attr_int(a, "axis");
+    if (!is_f32(in[0]) || in[0].shape.size() != 2 || (axis != -1 && axis != 1)) return std::nullopt;
+    return TemplateCall{"softmax", {in[0].shape[0], in[0].shape[1]}, "float32", {}};
+  };
   return d;
 }
 

@@ -51,7 +51,8 @@ struct Node {
 struct FusedGroup {
   std::string name;                // "fused_conv2d_add_relu", unique in the graph
   std::vector<int> nodes;          // member op nodes, in topological order
-  int anchor = -1;                 // the out_elemwise_fusable member (conv2d, dense, …), or -1
+  int anchor = -1;                 // the out_elemwise_fusable member (conv2d, dense, …) or an opaque
+                                   // operator with a template alone in its group (softmax), or -1
   OpPattern pattern = OpPattern::kOpaque;  // the group's pattern: its anchor's, else its members' highest
   std::vector<ValueRef> inputs;    // values read from outside the group, in first-use order
   std::vector<ValueRef> outputs;   // member values read outside the group or returned by the graph
