@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "loom/loom.h"
 #include "loom/records/log_tools.h"
+#include "loom/records/plot.h"
 
 namespace loom::cli {
 namespace {
@@ -65,23 +66,28 @@ int distill(const Args& a) {
 int plot(const Args& a) {
   auto in = input_logs(a);
   std::string out = a.required("--output");
-  std::vector<std::pair<std::string, std::vector<double>>> curves;
+  std::vector<records::TrialCurve> curves;
   for (const std::string& f : in) {
-    auto rows = records::summary({f}, &std::cerr);
-    std::string name = std::filesystem::path(f).filename().string();
-    if (rows.size() <= 1) {
-      curves.emplace_back(name, records::best_curve(f, rows.empty() ? "" : rows[0].key));
-    } else {
-      for (const auto& r : rows) curves.emplace_back(name + ": " + r.key, records::best_curve(f, r.key));
-    }
+    std::vector<records::TrialCurve> cs = records::trial_curves(f, &std::cerr);
+    if (in.size() > 1)
+      for (records::TrialCurve& c : cs) c.label = std::filesystem::path(f).filename().string() + ": " + c.label;
+    curves.insert(curves.end(), cs.begin(), cs.end());
   }
-  std::string title = a.str("--title", "best GFLOP/s by trial");
   std::ofstream os(out);
   LOOM_CHECK(os, "cannot write '{}'", out);
-  os << records::plot_svg(curves, title);
+  os << records::plot_trials_svg(curves, a.str("--title"));
   os.close();
   LOOM_CHECK(os, "writing '{}' failed", out);
   std::cout << fmt::format("{}: {} curve{}\n", out, curves.size(), curves.size() == 1 ? "" : "s");
+  for (const records::TrialCurve& c : curves) {
+    std::cout << fmt::format("  {}: {} trials drawn{}; ", c.label, c.points.size(),
+                             c.failed ? fmt::format(", {} failed not drawn", c.failed) : "");
+    if (c.best_config >= 0)
+      std::cout << fmt::format("best {:.2f} GFLOP/s, config {} (median of {})\n", c.best_gflops, c.best_config,
+                               c.best_measurements);
+    else
+      std::cout << "no valid trial\n";
+  }
   return 0;
 }
 
@@ -149,9 +155,14 @@ Command records_command() {
           {output}, merge),
       sub("distill", "keep only the best config's median record of each workload and target", "FILE... -o OUT",
           "The result is what `loom build` needs from the logs, and much smaller.", {output}, distill),
-      sub("plot", "plot best GFLOP/s against trial number as an SVG", "FILE... -o curve.svg [--title T]",
-          "One curve per log (per workload when a log holds several).",
-          {output, {"--title", "T", "the chart's title (default: \"best GFLOP/s by trial\")"}}, plot),
+      sub("plot", "plot every trial's GFLOP/s and the best so far against trial number as an SVG",
+          "FILE... -o curve.svg [--title T]",
+          "One curve per workload and target of each log: every valid trial a point (failed trials are\n"
+          "not drawn; the legend counts them) and a line of the best config so far as `loom build` ranks\n"
+          "configs, by the median of their records, the confirm step's re-measurements included (so the\n"
+          "line ends at the value `loom records best` prints, and may fall when a config's\n"
+          "re-measurements are slower). The title names the workload and target when there is one.",
+          {output, {"--title", "T", "text for the chart's title (after the workload when the chart has one)"}}, plot),
       sub("portable", "the configs that do well on every workload of the logs (a template's default, say)",
           "FILE... [--top K]",
           "Takes the configs, by knob values, with a valid median record for every workload and target\n"
