@@ -100,14 +100,17 @@ int run(const Args& a) {
   int confirmed = 0, resumed = 0, errors = 0;
   for (const tuner::TaskProgress& t : s.tasks) confirmed += t.confirmed, resumed += t.resumed, errors += t.errors;
   if (!opt.progress) std::cout << scheduler.table();  // else the scheduler's last table is on stderr
-  std::cout << fmt::format("tuned     {} trials ({} errors) in {} rounds{}{} in {}\n", s.trials, errors, s.rounds,
+  std::cout << fmt::format("tuned     {} trials ({} errors) in {} rounds{}{} in {} (search {}, confirm {})\n",
+                           s.trials, errors, s.rounds,
                            confirmed ? fmt::format(" and {} confirming measurements", confirmed) : "",
                            resumed ? fmt::format(", {} resumed from the log", resumed) : "",
-                           format_seconds(s.elapsed_s));
+                           format_seconds(s.elapsed_s), format_seconds(s.search_s), format_seconds(s.confirm_s));
   if (std::isfinite(s.estimated_s))
-    std::cout << fmt::format("estimate  {:.3f} ms: Σ weight × best latency of the {} templated kernels (the other {} "
-                             "kernels are not counted)\n",
-                             s.estimated_s * 1e3, kernels - int(x.untuned.size()), x.untuned.size());
+    std::cout << fmt::format(
+        "estimate  {:.3f} ms: Σ weight × best latency of the {} templated kernels, each timed alone with hot caches;\n"
+        "          the other {} kernels (no template), cold caches between kernels and the executor are not\n"
+        "          counted, so `loom run` of the compiled network measures more (often much more)\n",
+        s.estimated_s * 1e3, kernels - int(x.untuned.size()), x.untuned.size());
   else
     std::cout << "estimate  none: some task has no successful trial\n";
   std::cout << fmt::format("log       {}\n", log);
@@ -139,8 +142,13 @@ Command tune_model_command() {
       "annealing) kept between its rounds; the tasks of one template share their cost model's\n"
       "training rows, so what one shape taught guides the others (--no-share: not). At the end the\n"
       "--confirm fastest configs of every task are measured again (see `loom tune --help`).\n\n"
-      "Progress (stderr): a line per round and, after the warm-up, every --table-every rounds and\n"
-      "at the end, a table per task: weight, trials, best latency, GFLOP/s, share of the estimate.\n"
+      "Progress (stderr): a line per round with the search's ETA and, after the warm-up, every\n"
+      "--table-every rounds and at the end, a table per task: weight, trials, best latency,\n"
+      "GFLOP/s, share of the estimate. The confirm step, which can take a large share of the job,\n"
+      "is announced with its number of measurements and their expected time (at the search's pace),\n"
+      "and reports each task it confirmed with its own ETA. The estimate sums the kernels timed alone\n"
+      "with hot caches: kernels without a template, the data moving between kernels and the\n"
+      "executor are not in it, so `loom run` measures the compiled network slower.\n"
       "After every round the estimate is appended to the latency file (JSON lines, default\n"
       "<log dir>/<log stem>.latency.jsonl): event, round, elapsed_s, trials, estimated_ms (null\n"
       "until every task has a result), and the task of the round. --resume reads the log first:\n"

@@ -163,11 +163,14 @@ int TaskScheduler::run_round(size_t i, int n, const char* phase) {
   write_latency("round", long(i), phase);
   if (opt_.progress) {
     const double est = estimated_latency();
+    const double searched = now_s() - search_start_;
+    const double eta = trials_ > 0 ? searched / trials_ * double(std::max(0, opt_.n_trial - trials_)) : NAN;
     *opt_.progress << fmt::format(
         "[scheduler] round {} ({}): task {} {}: {} trials ({} in all), best {} -> {} ms; estimate {} ms; {}/{} "
-        "trials, {}\n",
+        "trials, {}, search ETA {}{}\n",
         rounds_, phase, i, p.key, measured, p.trials + p.resumed, format_ms(before), format_ms(p.best_s),
-        format_ms(est), trials_, opt_.n_trial, format_seconds(elapsed()));
+        format_ms(est), trials_, opt_.n_trial, format_seconds(elapsed()), format_seconds(eta),
+        opt_.tune.confirm_top > 0 ? " (then the confirm step)" : "");
   }
   return measured;
 }
@@ -304,14 +307,20 @@ SchedulerSummary TaskScheduler::run() {
   LOOM_CHECK(tuners_.empty(), "TaskScheduler::run: a scheduler runs once");
   start_ = now_s();
   begin_tasks();
+  search_start_ = now_s();
   write_latency("start", -1, "");
   if (opt_.progress) {
     int resumed = 0;
     for (const TaskProgress& t : state_) resumed += t.resumed;
-    *opt_.progress << fmt::format("[scheduler] {} tasks, {} trials in rounds of {} ({} after a round-robin warm-up){}\n",
-                                  tasks_.size(), opt_.n_trial, round_trials_, to_string(opt_.strategy),
-                                  resumed ? fmt::format("; {} trials resumed from {}", resumed, opt_.tune.log_file)
-                                          : "");
+    *opt_.progress << fmt::format(
+        "[scheduler] {} tasks, {} trials in rounds of {} ({} after a round-robin warm-up){}{}\n", tasks_.size(),
+        opt_.n_trial, round_trials_, to_string(opt_.strategy),
+        resumed ? fmt::format("; {} trials resumed from {}", resumed, opt_.tune.log_file) : "",
+        opt_.tune.confirm_top > 0
+            ? fmt::format("; then the confirm step measures the {} best configs of each task again, until each has {} "
+                          "measurements",
+                          opt_.tune.confirm_top, opt_.tune.confirm_measurements)
+            : "");
   }
   // Warm-up: a round for every task that has none yet, so every task has a latency.
   for (size_t i = 0; i < tasks_.size() && trials_ < opt_.n_trial; ++i)
@@ -326,12 +335,44 @@ SchedulerSummary TaskScheduler::run() {
     if (opt_.progress && rounds_ % opt_.table_every == 0) *opt_.progress << table();
   }
 
-  // Each task's confirm step: its fastest configs measured again.
+  // Each task's confirm step: its fastest configs measured again, announced with its size
+  // and the time it takes at the search's pace (it can be a large part of the job).
+  const double confirm_start = now_s();
+  const double search_s = confirm_start - search_start_;
+  const double per_trial = trials_ > 0 ? search_s / trials_ : NAN;
+  int planned = 0;
+  for (const auto& t : tuners_) planned += t->planned_confirmations();
+  if (opt_.progress) {
+    *opt_.progress << fmt::format("[scheduler] search done: {} trials in {}; ", trials_, format_seconds(search_s));
+    if (planned > 0)
+      *opt_.progress << fmt::format("confirming the {} best configs of each task: {} measurements, ~{}{}\n",
+                                    opt_.tune.confirm_top, planned, format_seconds(per_trial * planned),
+                                    std::isfinite(per_trial)
+                                        ? fmt::format(" (at the search's {:.2f} s per trial)", per_trial)
+                                        : "");
+    else
+      *opt_.progress << (opt_.tune.confirm_top > 0 ? "nothing to confirm\n" : "no confirm step (confirm_top 0)\n");
+  }
+  int confirmed = 0;
   for (size_t i = 0; i < tasks_.size(); ++i) {
     TuneSummary s = tuners_[i]->finish();
     TaskProgress& p = state_[i];
     p.confirmed = s.confirmed;
     p.best_s = s.best ? s.best->result.mean_cost() : std::numeric_limits<double>::infinity();
+    confirmed += s.confirmed;
+    if (opt_.progress && s.confirmed > 0) {
+      const double spent = now_s() - confirm_start;
+      const double eta = spent / confirmed * double(std::max(0, planned - confirmed));
+      // A config that drops out of the top while confirmed makes the next one confirmed too.
+      const std::string count = confirmed <= planned ? fmt::format("{}/{} measurements", confirmed, planned)
+                                                     : fmt::format("{} measurements ({} announced; configs that "
+                                                                   "dropped out of the top had successors confirmed)",
+                                                                   confirmed, planned);
+      *opt_.progress << fmt::format("[scheduler] confirm: task {} {}: {} measurements, best {} ms (median of {}); {}, "
+                                    "{}, confirm ETA {}\n",
+                                    i, p.key, s.confirmed, format_ms(p.best_s), s.best_measurements.size(), count,
+                                    format_seconds(spent), format_seconds(eta));
+    }
   }
   write_latency("end", -1, "");
   if (opt_.progress) *opt_.progress << "[scheduler] done:\n" << table();
@@ -341,6 +382,9 @@ SchedulerSummary TaskScheduler::run() {
   sum.trials = trials_;
   sum.rounds = rounds_;
   sum.elapsed_s = elapsed();
+  sum.search_s = search_s;
+  sum.confirm_s = now_s() - confirm_start;
+  sum.confirmed = confirmed;
   sum.estimated_s = estimated_latency();
   return sum;
 }

@@ -154,6 +154,13 @@ void Tuner::begin(const TuneOptions& opt) {
                                    opt.log_file);
   }
   s.refresh_best();
+  // A CUDA task measured here needs a GPU: say so before the log is created, not after an
+  // empty log and a failed first batch.
+  if (task_.target().is_cuda() && !opt.measure_fn && !opt.service) {
+    const std::string why = cuda_worker_unavailable_reason();
+    LOOM_CHECK(why.empty(), "no CUDA driver/GPU: {}; tuning {} for target '{}' measures on an NVIDIA GPU", why,
+               task_.key(), task_.target().str());
+  }
   if (!opt.log_file.empty()) s.writer = std::make_unique<records::LogWriter>(opt.log_file);
   // n_trial counts new trials; a resumed run may have fewer configs left than that.
   s.planned = std::min<int64_t>(opt.n_trial, space_size() - int64_t(measured_.size()));
@@ -246,6 +253,12 @@ const TuneSummary& Tuner::summary() const {
 }
 
 bool Tuner::done() const { return session_ && session_->done; }
+
+int Tuner::planned_confirmations() const {
+  if (!session_ || session_->opt.confirm_top <= 0) return 0;
+  const Session& s = *session_;
+  return int(confirm_batch(s.hist, s.workload, s.target, s.opt.confirm_top, s.opt.confirm_measurements).size());
+}
 
 TuneSummary Tuner::finish() {
   LOOM_CHECK(session_ != nullptr, "Tuner::finish: no tuning run begun (call begin first)");

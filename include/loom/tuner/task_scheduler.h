@@ -59,8 +59,9 @@ struct TaskSchedulerOptions {
   std::function<std::vector<records::MeasureResult>(size_t task, const std::vector<int64_t>& configs)> measure_fn;
   /// JSON-lines file the estimate is appended to after every round ("" for none).
   std::string latency_file;
-  /// The progress table (after the warm-up, every `table_every` rounds and at the end) and a
-  /// line per round; null: silent.
+  /// The progress table (after the warm-up, every `table_every` rounds and at the end), a
+  /// line per round with the search's ETA, the confirm step announced (its measurements and
+  /// their expected time at the search's pace) and a line per task confirmed; null: silent.
   std::ostream* progress = nullptr;
   int table_every = 10;
 };
@@ -90,6 +91,9 @@ struct SchedulerSummary {
   int trials = 0;     // measured in this run, all tasks
   int rounds = 0;     // rounds run (warm-up included)
   double elapsed_s = 0;
+  double search_s = 0;   // of which the rounds (warm-up and scheduled)
+  double confirm_s = 0;  // and the confirm step
+  int confirmed = 0;     // the confirm step's measurements, all tasks
   /// Σ weight × best latency (seconds); +inf if some task has no successful trial.
   double estimated_s = std::numeric_limits<double>::infinity();
 };
@@ -134,6 +138,7 @@ class TaskScheduler {
   int trials_ = 0;
   int rounds_ = 0;
   double start_ = 0;
+  double search_start_ = 0;  // after begin_tasks: the rounds' time, for their ETA
   uint64_t rng_state_ = 0;
 };
 

@@ -100,6 +100,9 @@ class Tuner {
   const TuneSummary& summary() const;
   /// True once the space is exhausted or early stopping ended the run.
   bool done() const;
+  /// The measurements finish()'s confirm step would make in its first pass if called now
+  /// (a further pass may add some when a confirmed config drops out); 0 without a run begun.
+  int planned_confirmations() const;
 
   const Task& task() const { return task_; }
   /// "xgb", "random", "grid", "ga": written into each record.
