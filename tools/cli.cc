@@ -10,6 +10,9 @@
 #include "loom/codegen/check_target.h"
 #include "loom/loom.h"
 #include "loom/records/record_check.h"
+#include "loom/runtime/cuda.h"
+#include "loom/tuner/measure.h"
+#include "loom/runtime/suggest.h"
 #include "loom/tuner/build_best.h"
 
 namespace loom::cli {
@@ -102,7 +105,12 @@ Args parse(const Command& cmd, const std::vector<std::string>& argv) {
       arg = arg.substr(0, eq);
     }
     const Option* o = find(arg);
-    if (!o) a.usage_error("unknown option '{}'", arg);
+    if (!o) {
+      std::vector<std::string> names;
+      for (const Option& opt : cmd.options) names.push_back(opt.name);
+      std::string hint = did_you_mean(arg, names);
+      a.usage_error("unknown option '{}'{}", arg, hint.empty() ? "" : "; " + hint);
+    }
     std::vector<std::string>& slot = a.values_[o->name];
     if (!slot.empty() && !o->repeated) a.usage_error("{} given more than once", o->name);
     if (o->value.empty()) {
@@ -158,7 +166,10 @@ int run_command(const Command& cmd, const std::vector<std::string>& argv) {
       for (const Command& s : cmd.subcommands) {
         if (s.name == cmd.name + " " + argv[0]) return run_command(s, {argv.begin() + 1, argv.end()});
       }
-      throw UsageError(fmt::format("unknown command '{}'", argv[0]));
+      std::vector<std::string> names;
+      for (const Command& s : cmd.subcommands) names.push_back(s.name.substr(s.name.rfind(' ') + 1));
+      std::string hint = did_you_mean(argv[0], names);
+      throw UsageError(fmt::format("unknown command '{}'{}", argv[0], hint.empty() ? "" : "; " + hint));
     }
     Args a = parse(cmd, argv);
     if (a.help()) {
@@ -176,6 +187,14 @@ int run_command(const Command& cmd, const std::vector<std::string>& argv) {
 }
 
 // ------------------------------------------------------------------ workload options
+
+std::string unknown_op_message(const std::string& op) {
+  std::vector<std::string> names = tuner::template_names();
+  for (const tuner::Template* t : tuner::templates())
+    for (const std::string& alias : t->aliases) names.push_back(alias);
+  const std::string hint = did_you_mean(op, names);
+  return fmt::format("unknown op '{}'; {}", op, hint.empty() ? "`loom ops` lists the operator templates" : hint);
+}
 
 std::vector<Option> workload_options(bool with_target) {
   std::vector<Option> o = {
@@ -213,7 +232,7 @@ records::Workload workload_from(const Args& a, const std::string& target_kind) {
   } catch (const Error& e) {
     if (tuner::find_template(w.op, "llvm") || tuner::find_template(w.op, "cuda"))
       a.usage_error("--target: {} has no schedule template for '{}'", w.op, target_kind);
-    a.usage_error("--op: {}", e.what());
+    a.usage_error("--op: {}", unknown_op_message(w.op));
   }
   std::string shape = a.str("--shape");
   if (shape.empty()) a.usage_error("--shape {} is required for {}", t->shape_doc, w.op);
@@ -321,6 +340,20 @@ void check_config_indices() {
     return fmt::format("config index {} is outside the config space of {} on {} ({} configs)", r.config.index,
                        r.workload.key(), r.target, it->second);
   });
+}
+
+namespace {
+[[noreturn]] void no_gpu(const std::string& why) {
+  fail("no CUDA driver/GPU: {}; --target cuda needs an NVIDIA GPU and its driver on this machine", why);
+}
+}  // namespace
+
+void require_gpu() {
+  if (!runtime::cuda_available()) no_gpu(runtime::cuda_unavailable_reason());
+}
+
+void require_gpu_workers() {
+  if (std::string why = tuner::cuda_worker_unavailable_reason(); !why.empty()) no_gpu(why);
 }
 
 void require_file(const std::string& option, const std::string& path) {

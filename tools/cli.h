@@ -98,6 +98,9 @@ int run_command(const Command& cmd, const std::vector<std::string>& argv);
 
 // ---- the workload options of tune, build, bench and show
 
+/// "unknown op 'matmu'; did you mean 'matmul'?" (the nearest template names or aliases), or a
+/// pointer to `loom ops` when none is near.
+std::string unknown_op_message(const std::string& op);
 /// --op, --shape, --dtype, --attr (and --target when `with_target`).
 std::vector<Option> workload_options(bool with_target = true);
 /// "1024,1024,1024" → {1024, 1024, 1024}; UsageError naming `option` when malformed.
@@ -130,6 +133,12 @@ Chosen default_config(const tuner::Task& task);
 std::string format_knobs(const records::ConfigRecord& c);
 /// "4.2 s", "3m12s", "1h02m".
 std::string format_seconds(double s);
+/// Throws loom::Error "no CUDA driver/GPU: <why>; --target cuda needs an NVIDIA GPU" when this
+/// process cannot use a GPU (require_gpu, which initializes CUDA here) or when the measuring
+/// worker processes could not (require_gpu_workers, probed in a child so that this process
+/// may still fork them).
+void require_gpu();
+void require_gpu_workers();
 /// Throws UsageError "--NAME: cannot read PATH" when a file does not exist.
 void require_file(const std::string& option, const std::string& path);
 

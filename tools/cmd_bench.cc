@@ -93,6 +93,11 @@ int run(const Args& a) {
   set_peer_threads(threads);
 
   tuner::Task task = task_from(a);
+  if (task.target().is_cuda()) {
+    require_gpu();
+    fail("loom bench times kernels on the CPU, with host arrays; it cannot time --target cuda (bench/gpu_bench "
+         "times loom's CUDA kernels against cuBLAS and cuDNN)");
+  }
   const int repeat = int(a.integer("--repeat", 10, 1, 100000));
   const double min_ms = a.number("--min-repeat-ms", 20, 0);
   const std::vector<std::string> logs = a.all("--log");
@@ -313,7 +318,8 @@ Command bench_command() {
       "peer's (or the default schedule's); a mismatch is an error (integer outputs must be\n"
       "equal). Reports the median GFLOP/s of each and their ratios; --json prints one JSON\n"
       "object with keys workload, target, threads, repeat, flop, default, config, tuned, deployed, peer\n"
-      "(null when absent) and speedup.\n\n"
+      "(null when absent) and speedup. CPU targets only: --target cuda fails (saying first if there\n"
+      "is no GPU or driver); bench/gpu_bench times loom's CUDA kernels.\n\n"
       "example:\n"
       "  loom bench --op matmul --shape 1024,1024,1024 --log matmul.jsonl --so libmatmul.so";
   c.options = workload_options();

@@ -27,6 +27,9 @@ int run(const Args& a) {
     for (const records::Record& r : records::read_log(f, &std::cerr).records) best.add(r);
   }
   std::optional<records::Record> rec = tuner::best_record(task, best);
+  if (!rec && a.has("--require-tuned"))
+    fail("no tuning record for {} on {} {} (--require-tuned: nothing was written)", task.key(), task.target().str(),
+         logs.empty() ? "(no --log given)" : fmt::format("in {}", fmt::join(logs, ", ")));
   std::ostringstream fallback;
   runtime::Module m = tuner::build_best(task, best, &fallback, name, a.has("--check-bounds"));
   if (!fallback.str().empty()) std::cerr << "warning: " << fallback.str();
@@ -58,13 +61,14 @@ Command build_command() {
   Command c;
   c.name = "build";
   c.synopsis = "compile an operator with its best tuned config into a shared library";
-  c.usage = "--op NAME --shape LIST --log FILE -o LIB.so [--target T] [--name NAME] [--check-bounds]";
+  c.usage = "--op NAME --shape LIST --log FILE -o LIB.so [--target T] [--name NAME] [--check-bounds] [--require-tuned]";
   c.description =
       "Picks the best config of the operator's workload and target in the log(s), by the median\n"
       "of its records (records of a compatible target stand in when none matches exactly),\n"
       "compiles it and exports a self-contained shared library plus its C header (LIB.h next to\n"
-      "LIB.so). With no matching record it warns and builds the template's default config. Load\n"
-      "the library with dlopen or runtime::Module::load; `loom bench --so LIB.so` times it.\n\n"
+      "LIB.so). With no matching record it warns and builds the template's default config, or,\n"
+      "with --require-tuned, fails (exit status 1) and writes nothing. Load the library with\n"
+      "dlopen or runtime::Module::load; `loom bench --so LIB.so` times it.\n\n"
       "example:\n"
       "  loom build --op matmul --shape 1024,1024,1024 --log matmul.jsonl -o libmatmul.so";
   c.options = workload_options();
@@ -74,6 +78,8 @@ Command build_command() {
       {"--name", "NAME", "the exported function's name (default: the operator's)"},
       {"--check-bounds", "", "check every tensor access and integer division at run time (slower; a failed check "
                              "returns an error naming the tensor)"},
+      {"--require-tuned", "", "fail (exit 1, nothing written) when the logs have no record for the workload, "
+                              "instead of building the default config"},
   };
   c.options.insert(c.options.end(), more.begin(), more.end());
   c.run = run;

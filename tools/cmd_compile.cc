@@ -59,6 +59,17 @@ int run(const Args& a) {
                            templated, tuned, logs.empty() ? ": none given" : "", templated - tuned,
                            report.kernels.size() - size_t(templated));
   std::cout << "memory: " << report.memory.summary() << "\n";
+  if (a.has("--require-tuned") && tuned < templated) {
+    std::string missing;
+    for (size_t k = 0; k < report.kernels.size(); ++k) {
+      const auto& kern = report.kernels[k];
+      if (!kern.workload.empty() && !kern.tuned) missing += fmt::format("\n  {:>3}  {}: {}", k, kern.name, kern.workload);
+    }
+    fail("--require-tuned: {} of the {} template kernels have no tuning record on {} {}, so nothing was written; "
+         "tune them with `loom tune-model {} --log FILE` (same --target and pass options):{}",
+         templated - tuned, templated, target.str(),
+         logs.empty() ? "(no --log given)" : fmt::format("in {}", fmt::join(logs, ", ")), model, missing);
+  }
   std::filesystem::path p(out);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
   m.export_library(out);
@@ -75,13 +86,14 @@ Command compile_command() {
   Command c;
   c.name = "compile";
   c.synopsis = "compile a network (model.json or model.onnx) into one self-contained library";
-  c.usage = "MODEL.json|MODEL.onnx -o MODEL.so [--log FILE ...] [--target T] [--opt-level N] [--disable PASS ...] [--winograd M|auto]";
+  c.usage = "MODEL.json|MODEL.onnx -o MODEL.so [--log FILE ...] [--require-tuned] [--target T] [--opt-level N] [--disable PASS ...] [--winograd M|auto]";
   c.description =
       "Reads a model file (docs/graph.md) or an ONNX model (docs/onnx.md), optimizes and fuses it\n"
       "(--opt-level, default 3: folding, fusion, channel-blocked layouts), plans its memory,\n"
       "schedules every fused kernel (its anchor's template with the best config of the --log files,\n"
-      "or the template's default with a warning per untuned workload; a schedule from the kernel's\n"
-      "pattern where no template applies) and writes one library with the weights embedded and its\n"
+      "or the template's default with a warning per untuned workload, an error listing them with\n"
+      "--require-tuned; a schedule from the kernel's pattern where no template applies, which\n"
+      "needs no record) and writes one library with the weights embedded and its\n"
       "C header (docs/deploy.md). Prints the kernels with how each was scheduled and the memory\n"
       "plan; `loom run` runs the library. `loom tune-model` writes a log for the same network and\n"
       "options.\n\n"
@@ -93,6 +105,8 @@ Command compile_command() {
   c.options = {
       {"--output", "FILE.so", "the library to write (its header goes next to it)", false, "-o"},
       {"--log", "FILE", "a tuning log to take configs from", true},
+      {"--require-tuned", "", "fail (exit 1, nothing written) when some template kernel has no record in the "
+                              "logs, listing each such kernel"},
       {"--target", "T", "an llvm target (default llvm: this CPU)"},
       input_shape_option(),
   };

@@ -50,6 +50,8 @@ int run(const Args& a) {
     t = tuner::make_tuner(name, task);
   }
   opt.service = job.service(task.target());
+  // Before the log is opened: without a GPU every trial would fail, and the log stay empty.
+  if (task.target().is_cuda() && !opt.service) require_gpu_workers();
   tuner::TuneSummary s = t->tune(opt);
 
   std::string errors;
