@@ -1,11 +1,14 @@
 // `loom tune-model`: tunes every task of a network (graph_opt/task_extraction.h) with the task
 // scheduler (tuner/task_scheduler.h), appending every trial to one log that `loom compile`
 // then reads.
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 
 #include "cli.h"
 #include "mpi_job.h"
+#include "loom/graph_opt/compile.h"
 #include "loom/graph_opt/task_extraction.h"
 #include "loom/loom.h"
 #include "loom/tuner/features.h"
@@ -19,6 +22,44 @@ namespace {
 std::string latency_file_for(const std::string& log) {
   std::filesystem::path p(log);
   return (p.parent_path() / (p.stem().string() + ".latency.jsonl")).string();
+}
+
+constexpr int kNetworkRuns = 10, kNetworkWarmup = 3;
+
+/// Milliseconds with three decimals, or four significant digits below 1 ms (a small network).
+std::string ms_text(double seconds) {
+  const double ms = seconds * 1e3;
+  return ms >= 1 ? fmt::format("{:.3f}", ms) : fmt::format("{:.4g}", ms);
+}
+
+/// Median seconds of one run of `g` compiled for `target` with the records of `log` (and the
+/// compile options tune-model tuned with), on random inputs: what `loom run` reports.
+double measure_network(const graph_opt::Graph& g, const Target& target, const std::string& log,
+                       graph_opt::CompileOptions opt) {
+  records::ApplyHistoryBest best;
+  for (const records::Record& r : records::read_log(log).records) best.add(r);
+  opt.warn = nullptr;
+  runtime::Module m = graph_opt::compile(g, target, &best, opt);
+  std::vector<runtime::NDArray> arrays;
+  std::vector<DLTensor*> args;
+  uint64_t seed = 1;
+  for (int n : g.input_nodes()) {
+    const graph_opt::TensorType& t = g.nodes[size_t(n)].outputs[0];
+    arrays.push_back(runtime::NDArray::empty(t.shape, t.dtype));
+    arrays.back().fill_random(seed++);
+  }
+  for (graph_opt::ValueRef v : g.outputs) arrays.push_back(runtime::NDArray::empty(g.type(v).shape, g.type(v).dtype));
+  for (const runtime::NDArray& x : arrays) args.push_back(x.dltensor());
+  runtime::PackedFunc f = m.get_function("run");
+  for (int i = 0; i < kNetworkWarmup; ++i) f.call(args);
+  std::vector<double> s;
+  for (int i = 0; i < kNetworkRuns; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    f.call(args);
+    s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(s.begin(), s.end());
+  return 0.5 * (s[(s.size() - 1) / 2] + s[s.size() / 2]);
 }
 
 int run(const Args& a) {
@@ -107,12 +148,21 @@ int run(const Args& a) {
                            format_seconds(s.elapsed_s), format_seconds(s.search_s), format_seconds(s.confirm_s));
   if (std::isfinite(s.estimated_s))
     std::cout << fmt::format(
-        "estimate  {:.3f} ms: Σ weight × best latency of the {} templated kernels, each timed alone with hot caches;\n"
+        "estimate  {} ms: Σ weight × best latency of the {} templated kernels, each timed alone with hot caches;\n"
         "          the other {} kernels (no template), cold caches between kernels and the executor are not\n"
         "          counted, so `loom run` of the compiled network measures more (often much more)\n",
-        s.estimated_s * 1e3, kernels - int(x.untuned.size()), x.untuned.size());
+        ms_text(s.estimated_s), kernels - int(x.untuned.size()), x.untuned.size());
   else
     std::cout << "estimate  none: some task has no successful trial\n";
+  if (a.has("--measure-network")) {
+    const double measured = measure_network(g, target, log, copt);
+    std::cout << fmt::format("measured  {} ms: the network compiled with this log, run end to end (median of {} "
+                             "runs after {} warm-up runs, as `loom run` times it){}\n",
+                             ms_text(measured), kNetworkRuns, kNetworkWarmup,
+                             std::isfinite(s.estimated_s)
+                                 ? fmt::format("; the estimate is {:.0f}% of it", 100 * s.estimated_s / measured)
+                                 : "");
+  }
   std::cout << fmt::format("log       {}\n", log);
   if (!opt.latency_file.empty()) std::cout << fmt::format("latency   {}\n", opt.latency_file);
   std::cout << fmt::format("next      loom compile {} --log {} -o MODEL.so{}{}\n", model, log,
@@ -148,7 +198,8 @@ Command tune_model_command() {
       "is announced with its number of measurements and their expected time (at the search's pace),\n"
       "and reports each task it confirmed with its own ETA. The estimate sums the kernels timed alone\n"
       "with hot caches: kernels without a template, the data moving between kernels and the\n"
-      "executor are not in it, so `loom run` measures the compiled network slower.\n"
+      "executor are not in it, so `loom run` measures the compiled network slower; --measure-network\n"
+      "compiles the network with the log at the end and prints that measured latency too.\n"
       "After every round the estimate is appended to the latency file (JSON lines, default\n"
       "<log dir>/<log stem>.latency.jsonl): event, round, elapsed_s, trials, estimated_ms (null\n"
       "until every task has a result), and the task of the round. --resume reads the log first:\n"
@@ -185,6 +236,8 @@ Command tune_model_command() {
       {"--confirm-measurements", "M", "measurements each confirmed config ends with (default: 3)"},
       {"--no-check", "", "skip comparing each candidate's output with the reference"},
       {"--latency-file", "FILE", "where the estimate is appended after every round (default: next to the log)"},
+      {"--measure-network", "", "at the end, compile the network with the log and time it end to end as `loom run` "
+                                "does, next to the estimate"},
       {"--table-every", "N", "rounds between progress tables (default: 10)"},
       {"--quiet", "", "no progress on stderr"},
   };

@@ -197,7 +197,8 @@ TEST_F(CliTest, RecordsPlotDrawsEveryTrialAndTheBestBuildPicks) {
 TEST_F(CliTest, TuneModelAnnouncesTheConfirmStepAndQualifiesItsEstimate) {
   graph_opt::save_graph(head(), path("head.json"));
   Result r = loom("tune-model " + path("head.json") + " --log " + path("h.jsonl") +
-                  " --trials 4 --round 2 --min-repeat-ms 1 --repeat 1 --jobs 2 --confirm 1 --confirm-measurements 2");
+                  " --trials 4 --round 2 --min-repeat-ms 1 --repeat 1 --jobs 2 --confirm 1 --confirm-measurements 2 "
+                  "--measure-network");
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_HAS(r.err, "search ETA");
   std::smatch m;
@@ -208,6 +209,10 @@ TEST_F(CliTest, TuneModelAnnouncesTheConfirmStepAndQualifiesItsEstimate) {
   EXPECT_HAS(r.out, "(search ");
   EXPECT_HAS(r.out, "each timed alone with hot caches");
   EXPECT_HAS(r.out, "`loom run` of the compiled network measures more");
+  // --measure-network: the compiled network timed end to end, next to the estimate.
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"re(measured  ([0-9.e+-]+) ms: the network compiled with this log, run end to end \(median of 10 runs after 3 warm-up runs, as `loom run` times it\); the estimate is (\d+)% of it)re")))
+      << r.out;
+  EXPECT_GT(std::stod(m[1]), 0);
   // The softmax kernel is one of the tasks.
   EXPECT_HAS(r.out, "softmax(4,10;float32)");
 }
