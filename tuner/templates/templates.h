@@ -4,8 +4,29 @@
 #include <string>
 #include <vector>
 
-#include "loom/loom.h"
+#include "loom/codegen/build.h"
+#include "loom/lower/lower.h"
+#include "loom/runtime/data_type.h"
+#include "loom/runtime/error.h"
+#include "loom/runtime/module.h"
+#include "loom/runtime/ndarray.h"
+#include "loom/runtime/target.h"
+#include "loom/schedule/schedule.h"
+#include "loom/te/evaluate.h"
+#include "loom/te/expr.h"
+#include "loom/te/ops.h"
+#include "loom/te/tensor.h"
 #include "loom/tuner/task.h"
+
+// The everyday names of <loom/loom.h>, which the tuner cannot include (it also brings the
+// graph level, above the tuner).
+namespace loom {
+using lowering::lower;
+using codegen::build;
+using schedule::create_schedule;
+using schedule::Schedule;
+using schedule::Stage;
+}  // namespace loom
 
 namespace loom::tuner {
 
