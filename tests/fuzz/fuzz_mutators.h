@@ -50,7 +50,8 @@ void mutate_json(Mutant& m, Rng& rng, const std::vector<std::string>& ops);
 /// Values a fuzzed integer field takes: zero, negative, 2^31 and its neighbours, 2^63-1, ...
 const std::vector<int64_t>& extreme_ints();
 
-/// A small valid ONNX model (Conv, Relu, Add, MaxPool, Reshape, Gemm on a 1x3x8x8 input),
+/// A small valid ONNX model (Conv, Relu, Add, MaxPool, GlobalAveragePool, Reshape, Gemm on a
+/// 1x3x8x8 input),
 /// serialized (written as protobuf wire format here, without ONNX's classes).
 std::string onnx_seed_model();
 

@@ -75,8 +75,9 @@ const Config& config() {
 // ---------------------------------------------------------------- the seed models
 
 /// conv2d (8 channels, so alter_layout blocks it) -> relu -> add a per-channel constant ->
-/// max_pool2d -> flatten -> dense -> softmax on a 1x3x8x8 input: every kind of kernel the
-/// compile step schedules, small enough to compile in well under a second.
+/// max_pool2d -> global_avg_pool2d -> flatten -> dense -> softmax on a 1x3x8x8 input: every
+/// kind of kernel the compile step schedules, small enough to compile in about a second, and
+/// valid for any input height and width from 2 up (so that changed shapes reach the kernels).
 graph_opt::Graph seed_graph() {
   using namespace graph_opt;
   auto weights = [](std::vector<int64_t> shape, double scale) {
@@ -93,8 +94,9 @@ graph_opt::Graph seed_graph() {
   y = b.relu(y, "relu");
   y = b.add(y, b.constant("shift", weights({8, 1, 1}, 0.2)), "add");
   y = b.max_pool2d(y, {.pool_size = {2, 2}, .strides = {2, 2}}, "pool");
+  y = b.global_avg_pool2d(y, "gap");
   y = b.flatten(y, "flat");
-  y = b.dense(y, b.constant("fc.weight", weights({2, 128}, 0.05)), b.constant("fc.bias", weights({2}, 0.1)), "fc");
+  y = b.dense(y, b.constant("fc.weight", weights({2, 8}, 0.05)), b.constant("fc.bias", weights({2}, 0.1)), "fc");
   y = b.op("softmax", {y}, {}, "prob");
   b.output(y);
   return b.build();

@@ -335,7 +335,7 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep) {
   if (!g) return "";
   std::vector<Msg*> nodes = g->all(graph::node), inits = g->all(graph::initializer);
   auto node_name = [](Msg* n) { return n->text(node::name); };
-  switch (rng.below(19)) {
+  switch (rng.below(21)) {
     case 0: {  // a dim of a declared type
       auto vs = typed_values(*g);
       if (vs.empty()) return "";
@@ -681,6 +681,33 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep) {
       }
       return fmt::format("onnx: field {} written with wire type {}", num, int(f.wire));
     }
+    case 18:
+    case 19: {  // a plausible change: the input's size, or a small attribute value
+      if (rng.chance(50)) {
+        std::vector<Msg*> ins = g->all(graph::input);
+        if (ins.empty()) return "";
+        Msg* sh = tensor_type(*ins[0]).first(2);
+        if (!sh || sh->all(1).empty()) return "";
+        std::vector<Msg*> dims = sh->all(1);
+        size_t i = size_t(rng.below(dims.size()));
+        int64_t d = 1 + int64_t(rng.below(40));
+        dims[i]->set_varint(1, d);
+        g->erase(graph::value_info);
+        return fmt::format("onnx: input dim {} = {} (value_info dropped)", i, d);
+      }
+      if (nodes.empty()) return "";
+      Msg* n = pick_from(nodes, rng);
+      std::vector<Msg*> attrs = n->all(node::attribute);
+      if (attrs.empty()) return "";
+      Msg& a = *pick_from(attrs, rng);
+      std::vector<Field*> ints;
+      for (Field& f : a.fields)
+        if ((f.num == attr::ints || f.num == attr::i) && f.wire == kVarint) ints.push_back(&f);
+      if (ints.empty()) return "";
+      int64_t v = int64_t(rng.below(10));
+      pick_from(ints, rng)->v = uint64_t(v);
+      return fmt::format("onnx: node '{}' attribute '{}': a value = {}", node_name(n), a.text(attr::name), v);
+    }
     default: {  // an input that is not a tensor, or not of numbers
       std::vector<Msg*> ins = g->all(graph::input);
       if (ins.empty()) return "";
@@ -715,7 +742,8 @@ std::string onnx_seed_model() {
   g.msg(graph::node, make_node("Relu", {"conv"}, "relu"));
   g.msg(graph::node, make_node("Add", {"relu", "C"}, "add"));
   g.msg(graph::node, make_node("MaxPool", {"add"}, "pool", {ints_attr("kernel_shape", {2, 2}), ints_attr("strides", {2, 2})}));
-  g.msg(graph::node, make_node("Reshape", {"pool", "S"}, "flat"));
+  g.msg(graph::node, make_node("GlobalAveragePool", {"pool"}, "gap"));
+  g.msg(graph::node, make_node("Reshape", {"gap", "S"}, "flat"));
   Msg trans_b, alpha;
   trans_b.str(attr::name, "transB").varint(attr::type, attr_type::INT).varint(attr::i, 1);
   alpha.str(attr::name, "alpha").varint(attr::type, attr_type::FLOAT).f32(attr::f, 1.0f);
@@ -723,11 +751,11 @@ std::string onnx_seed_model() {
   g.msg(graph::initializer, float_init("W", {8, 3, 3, 3}, true, 0.5f));
   g.msg(graph::initializer, float_init("B", {8}, false, 0.1f));
   g.msg(graph::initializer, float_init("C", {8, 1, 1}, true, 0.2f));
-  g.msg(graph::initializer, float_init("G", {2, 128}, true, 0.05f));
+  g.msg(graph::initializer, float_init("G", {2, 8}, true, 0.05f));
   g.msg(graph::initializer, float_init("Gb", {2}, false, 0.1f));
   Msg s;
   s.varint(tensor::dims, 2).varint(tensor::data_type, dtype::INT64).str(tensor::name, "S");
-  s.str(tensor::int64_data, packed_varints({1, 128}));
+  s.str(tensor::int64_data, packed_varints({1, -1}));
   g.msg(graph::initializer, std::move(s));
   g.msg(graph::input, value_info("x", {1, 3, 8, 8}));
   g.msg(graph::output, value_info("y", {1, 2}));
