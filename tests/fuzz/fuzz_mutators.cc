@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace loom::fuzz {
@@ -224,7 +225,7 @@ std::string node_name(const json& n) { return n.contains("name") && n["name"].is
 /// Applies one structural mutation; returns its description, or "" when the document has
 /// nothing it applies to.
 std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops, std::string* deep, std::string* dup) {
-  switch (rng.below(21)) {
+  switch (rng.below(23)) {
     case 0: {  // a dim
       auto dims = slots_where(doc, [](const Slot& s) { return s.parent && s.parent->is_array() && s.path.find("/shape/") != std::string::npos; });
       if (dims.empty()) return "";
@@ -505,6 +506,74 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
       const Slot& s = rng.pick(dims);
       *s.v = int64_t(1 + rng.below(40));
       return fmt::format("json: recorded types dropped, {} = {}", s.path, s.v->dump());
+    }
+    case 20:
+    case 21: {  // a transform of a value (mostly a constant: constant folding), spliced in before its consumer
+      std::vector<std::pair<json*, size_t>> uses;  // (consumer, input position)
+      std::map<std::string, size_t> rank;  // of constants (4 for other values: a guess)
+      for (json* n : all_nodes(doc))
+        if (n->value("kind", "") == "constant" && n->contains("type") && (*n)["type"].is_object() &&
+            (*n)["type"].contains("shape") && (*n)["type"]["shape"].is_array())
+          rank[node_name(*n)] = (*n)["type"]["shape"].size();
+      bool constants = rng.chance(70);
+      for (json* n : op_nodes(doc))
+        if (n->contains("inputs") && (*n)["inputs"].is_array())
+          for (size_t k = 0; k < (*n)["inputs"].size(); ++k)
+            if ((*n)["inputs"][k].is_string() && rank.count((*n)["inputs"][k].get<std::string>()) == size_t(constants))
+              uses.push_back({n, k});
+      if (uses.empty()) return "";
+      auto [consumer, k] = rng.pick(uses);
+      std::string c = (*consumer)["inputs"][k].get<std::string>();
+      size_t r = constants ? rank[c] : 4;
+      auto value = [&]() -> int64_t { return rng.chance(60) ? int64_t(rng.below(6)) - 1 : rng.pick(extreme_ints()); };
+      json node = {{"name", "fuzz_" + c}, {"inputs", json::array({c})}};
+      switch (rng.below(6)) {
+        case 0: {
+          json pads = json::array();
+          for (size_t i = 0; i < 2 * r; ++i) pads.push_back(value());
+          node["op"] = "pad";
+          node["attrs"] = {{"pads", pads}};
+          break;
+        }
+        case 1: {
+          size_t copies = rng.pick(std::vector<size_t>{2, 3, 100, 5000});
+          node["op"] = "concat";
+          node["inputs"] = json::array();
+          for (size_t i = 0; i < copies; ++i) node["inputs"].push_back(c);
+          node["attrs"] = {{"axis", int64_t(rng.below(r + 2)) - 1}};
+          break;
+        }
+        case 2: {
+          json ns = json::array();
+          for (size_t i = 0, n = size_t(rng.below(5)); i < n; ++i) ns.push_back(value());
+          node["op"] = "reshape";
+          node["attrs"] = {{"newshape", ns}};
+          break;
+        }
+        case 3: {
+          json axes = json::array();
+          for (size_t i = 0; i < r; ++i) axes.push_back(int64_t(rng.below(r + 1)));
+          node["op"] = "transpose";
+          node["attrs"] = {{"axes", axes}};
+          break;
+        }
+        case 4: {
+          node["op"] = rng.chance(50) ? "unsqueeze" : "squeeze";
+          node["attrs"] = {{"axes", json::array({value()})}};
+          break;
+        }
+        default: {
+          node["op"] = "layout_transform";
+          static const std::vector<std::string> ls = {"NCHW", "NCHW8c", "NCHW16c", "CHW", "C", "CHW8c", "NC", "NCHW3c"};
+          node["attrs"] = {{"src_layout", rng.pick(ls)}, {"dst_layout", rng.pick(ls)}};
+          break;
+        }
+      }
+      std::string desc = node.dump();
+      if (desc.size() > 160) desc = desc.substr(0, 160) + "…";
+      (*consumer)["inputs"][k] = node["name"];
+      doc["nodes"].push_back(std::move(node));
+      return fmt::format("json: node '{}' reads {} in place of '{}'", node_name(*consumer), desc, c);
     }
     default: {  // an input's type or a constant's values made to disagree with the graph
       auto nodes = all_nodes(doc);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -335,7 +336,7 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep) {
   if (!g) return "";
   std::vector<Msg*> nodes = g->all(graph::node), inits = g->all(graph::initializer);
   auto node_name = [](Msg* n) { return n->text(node::name); };
-  switch (rng.below(21)) {
+  switch (rng.below(23)) {
     case 0: {  // a dim of a declared type
       auto vs = typed_values(*g);
       if (vs.empty()) return "";
@@ -707,6 +708,91 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep) {
       int64_t v = int64_t(rng.below(10));
       pick_from(ints, rng)->v = uint64_t(v);
       return fmt::format("onnx: node '{}' attribute '{}': a value = {}", node_name(n), a.text(attr::name), v);
+    }
+    case 20:
+    case 21: {  // an operator on a value (mostly an initializer: folded at import) spliced in before its consumer
+      std::vector<std::pair<Msg*, Field*>> uses;
+      std::map<std::string, size_t> rank;  // of initializers (4 for other values: a guess)
+      for (Msg* t : inits) rank[t->text(tensor::name)] = dims_of(*t).size();
+      bool constants = rng.chance(70);
+      for (Msg* n : nodes)
+        for (Field& f : n->fields)
+          if (f.num == node::input && !f.bytes.empty() && rank.count(f.bytes) == size_t(constants)) uses.push_back({n, &f});
+      if (uses.empty()) return "";
+      auto [consumer, use] = pick_from(uses, rng);
+      std::string c = use->bytes, out = "fuzz_" + c, arg = "fuzz_arg_" + c;
+      size_t r = constants ? rank[c] : 4;
+      auto value = [&]() -> int64_t { return rng.chance(60) ? int64_t(rng.below(6)) - 1 : rng.pick(extreme_ints()); };
+      auto ints_init = [&](std::vector<int64_t> v) {
+        Msg t;
+        t.varint(tensor::dims, int64_t(v.size())).varint(tensor::data_type, dtype::INT64).str(tensor::name, arg);
+        t.str(tensor::int64_data, packed_varints(v));
+        g->msg(graph::initializer, std::move(t));
+        return fmt::format("[{}]", fmt::join(v, ","));
+      };
+      std::string what;
+      switch (rng.below(6)) {
+        case 0: {
+          std::vector<int64_t> pads;
+          for (size_t i = 0; i < 2 * r; ++i) pads.push_back(value());
+          what = "Pad " + ints_init(pads);
+          g->msg(graph::node, make_node("Pad", {c, arg}, out));
+          break;
+        }
+        case 1: {
+          std::vector<int64_t> shape;
+          for (size_t i = 0, n = r + rng.below(3); i < n; ++i) shape.push_back(rng.chance(70) ? 1 + int64_t(rng.below(4)) : value());
+          what = "Expand " + ints_init(shape);
+          g->msg(graph::node, make_node("Expand", {c, arg}, out));
+          break;
+        }
+        case 2: {
+          std::vector<int64_t> reps;
+          for (size_t i = 0; i < r; ++i) reps.push_back(value());
+          what = "Tile " + ints_init(reps);
+          g->msg(graph::node, make_node("Tile", {c, arg}, out));
+          break;
+        }
+        case 3: {
+          size_t copies = rng.pick(std::vector<size_t>{2, 3, 100, 5000});
+          Msg a;
+          int64_t axis = int64_t(rng.below(r + 2)) - 1;
+          a.str(attr::name, "axis").varint(attr::type, attr_type::INT).varint(attr::i, axis);
+          Msg n = make_node("Concat", std::vector<std::string>(copies, c), out, {a});
+          g->msg(graph::node, std::move(n));
+          what = fmt::format("Concat of {} copies on axis {}", copies, axis);
+          break;
+        }
+        case 4: {
+          std::vector<int64_t> shape;
+          for (size_t i = 0, n = rng.below(5); i < n; ++i) shape.push_back(value());
+          what = "Reshape " + ints_init(shape);
+          g->msg(graph::node, make_node("Reshape", {c, arg}, out));
+          break;
+        }
+        default: {
+          std::vector<int64_t> starts = {value()}, ends = {value()};
+          what = "Slice " + ints_init(starts);
+          std::string e = arg + "_end";
+          Msg t;
+          t.varint(tensor::dims, 1).varint(tensor::data_type, dtype::INT64).str(tensor::name, e);
+          t.str(tensor::int64_data, packed_varints(ends));
+          g->msg(graph::initializer, std::move(t));
+          g->msg(graph::node, make_node("Slice", {c, arg, e}, out));
+          what += fmt::format(" to [{}]", ends[0]);
+          break;
+        }
+      }
+      use->bytes = out;
+      // Nodes come in order: move the consumer after the new node.
+      auto& fs = g->fields;
+      auto it = std::find_if(fs.begin(), fs.end(), [&](const Field& f) { return f.msg.get() == consumer; });
+      if (it != fs.end()) {
+        Field moved = std::move(*it);
+        fs.erase(it);
+        fs.push_back(std::move(moved));
+      }
+      return fmt::format("onnx: node '{}' reads {} of '{}'", node_name(consumer), what, c);
     }
     default: {  // an input that is not a tensor, or not of numbers
       std::vector<Msg*> ins = g->all(graph::input);
