@@ -224,8 +224,9 @@ std::string node_name(const json& n) { return n.contains("name") && n["name"].is
 
 /// Applies one structural mutation; returns its description, or "" when the document has
 /// nothing it applies to.
-std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops, std::string* deep, std::string* dup) {
-  switch (rng.below(23)) {
+std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops, std::string* deep, std::string* dup,
+                       int kind) {
+  switch (kind >= 0 ? uint64_t(kind) : rng.below(kJsonMutationKinds)) {
     case 0: {  // a dim
       auto dims = slots_where(doc, [](const Slot& s) { return s.parent && s.parent->is_array() && s.path.find("/shape/") != std::string::npos; });
       if (dims.empty()) return "";
@@ -597,14 +598,14 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
 
 }  // namespace
 
-void mutate_json(Mutant& m, Rng& rng, const std::vector<std::string>& ops) {
+void mutate_json(Mutant& m, Rng& rng, const std::vector<std::string>& ops, int kind) {
   json doc = m.deep ? json() : json::parse(m.bytes, nullptr, false);
   if (m.deep || doc.is_discarded()) {
     mutate_bytes(m, rng);
     return;
   }
   std::string deep, dup, what;
-  for (int tries = 0; tries < 20 && what.empty(); ++tries) what = mutate_doc(doc, rng, ops, &deep, &dup);
+  for (int tries = 0; tries < 20 && what.empty(); ++tries) what = mutate_doc(doc, rng, ops, &deep, &dup, tries ? -1 : kind);
   if (what.empty()) {
     mutate_bytes(m, rng);
     return;

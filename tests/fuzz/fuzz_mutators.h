@@ -42,24 +42,28 @@ void mutate_bytes(Mutant& m, Rng& rng);
 
 /// One structure-aware mutation of a loom JSON model text (docs/graph.md): extreme dims,
 /// wrong types, deep nesting, duplicate and missing fields, unknown, self and cyclic
-/// references, swapped operators, bad dtypes and layouts, damaged constants and groups.
-/// `ops` lists the registry's operators. Text that does not parse as JSON gets a byte-level
-/// mutation instead.
-void mutate_json(Mutant& m, Rng& rng, const std::vector<std::string>& ops);
+/// references, swapped operators, bad dtypes and layouts, damaged constants and groups,
+/// plausible small values, transforms (pad, concat, reshape, ...) spliced in before a use.
+/// `ops` lists the registry's operators. `kind` in [0, kJsonMutationKinds) picks the mutation
+/// (one that does not apply to the document falls back to a random one); -1: a random one.
+/// Text that does not parse as JSON gets a byte-level mutation instead.
+void mutate_json(Mutant& m, Rng& rng, const std::vector<std::string>& ops, int kind = -1);
+inline constexpr int kJsonMutationKinds = 23;
 
 /// Values a fuzzed integer field takes: zero, negative, 2^31 and its neighbours, 2^63-1, ...
 const std::vector<int64_t>& extreme_ints();
 
 /// A small valid ONNX model (Conv, Relu, Add, MaxPool, GlobalAveragePool, Reshape, Gemm on a
-/// 1x3x8x8 input),
-/// serialized (written as protobuf wire format here, without ONNX's classes).
+/// 1x3x8x8 input), serialized (written as protobuf wire format here, without ONNX's classes).
 std::string onnx_seed_model();
 
 /// One structure-aware mutation of a serialized ONNX model: huge and negative dims, wrong
 /// data types, attributes of the wrong type or duplicated, inputs naming later or own outputs
 /// (cycles), missing initializers, raw_data of the wrong size, opset 1 or 999, deeply nested
-/// subgraphs, external data, fields of the wrong wire type. Bytes that do not parse as a
-/// ModelProto get a byte-level mutation instead.
-void mutate_onnx(Mutant& m, Rng& rng);
+/// subgraphs, external data, fields of the wrong wire type, plausible small values, operators
+/// (Pad, Expand, Tile, Concat, Reshape, Slice) spliced in before a use. Bytes that do not parse
+/// as a ModelProto get a byte-level mutation instead. `kind` as for mutate_json.
+void mutate_onnx(Mutant& m, Rng& rng, int kind = -1);
+inline constexpr int kOnnxMutationKinds = 23;
 
 }  // namespace loom::fuzz

@@ -1,13 +1,14 @@
 // The model fuzzer: a few hundred mutations (byte-level and structure-aware, fuzz_mutators.h)
 // of a small loom JSON model and a small ONNX model, each given to `loom compile` in a fresh
-// process under a 2 GB address-space limit and a 60 s wall-clock limit. A case fails when
+// process under a 2 GiB address-space limit and a 60 s wall-clock limit. A case fails when
 // loom dies of a signal, runs out of time or memory, or exits with a status other than 0
 // (compiled), 1 (refused with an error) or 2 (usage error).
 //
 // Deterministic: LOOM_FUZZ_SEED (decimal or 0x-hex) picks the run, LOOM_FUZZ_CASES the number
 // of cases per model kind, LOOM_FUZZ_CASE=N runs that one case only, LOOM_FUZZ_JOBS the cases
-// run at a time (2), LOOM_FUZZ_VERBOSE=1 prints every case. A failing case is kept under <build>/fuzz_failures/ with a .txt saying
-// how it was made and how to run it again.
+// run at a time (2), LOOM_FUZZ_VERBOSE=1 prints every case with loom's last line. A failing
+// case is kept under <build>/fuzz_failures/ with a .txt saying how it was made and how to run
+// it again.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -117,31 +118,39 @@ std::vector<std::string> onnx_seeds() { return {onnx_seed_model()}; }
 struct Kind {
   std::string name, ext;
   std::vector<std::string> seeds;
-  std::function<void(Mutant&, Rng&)> mutate;  // one structure-aware mutation
+  int mutation_kinds;  // structure-aware ones
+  std::function<void(Mutant&, Rng&, int)> mutate;  // one structure-aware mutation (kind, or -1: random)
 };
 
 Kind json_kind() {
   static const std::vector<std::string> ops = te::ops::op_names();
-  return {"json", ".json", json_seeds(), [](Mutant& m, Rng& r) { mutate_json(m, r, ops); }};
+  return {"json", ".json", json_seeds(), kJsonMutationKinds,
+          [](Mutant& m, Rng& r, int k) { mutate_json(m, r, ops, k); }};
 }
 
-Kind onnx_kind() { return {"onnx", ".onnx", onnx_seeds(), [](Mutant& m, Rng& r) { mutate_onnx(m, r); }}; }
+Kind onnx_kind() {
+  return {"onnx", ".onnx", onnx_seeds(), kOnnxMutationKinds, [](Mutant& m, Rng& r, int k) { mutate_onnx(m, r, k); }};
+}
 
 struct Case {
   Mutant mutant;
   std::vector<std::string> extra_args;
 };
 
-/// Case `i` of `kind`: a seed, one to three mutations (a fifth byte-level), sometimes
-/// another --opt-level.
+/// Case `i` of `kind`: a seed and one to three mutations. The first goes round the kinds of
+/// mutation in turn (the structure-aware ones, then a byte-level one), so that a few hundred
+/// cases try each about equally often; the others are drawn at random (a fifth byte-level).
+/// Sometimes another --opt-level.
 Case make_case(const Kind& kind, uint64_t seed, int i) {
   Rng rng(case_seed(seed, kind.name, uint64_t(i)));
   size_t which = size_t(rng.below(kind.seeds.size()));
   Case c{{kind.seeds[which], {fmt::format("seed model {}", which)}}, {}};
-  int n = 1 + (rng.chance(35) ? 1 + int(rng.below(2)) : 0);
-  for (int k = 0; k < n; ++k) {
+  int first = i % (kind.mutation_kinds + 1);
+  if (first == kind.mutation_kinds) mutate_bytes(c.mutant, rng);
+  else kind.mutate(c.mutant, rng, first);
+  for (int k = 0, more = rng.chance(35) ? 1 + int(rng.below(2)) : 0; k < more; ++k) {
     if (rng.chance(20)) mutate_bytes(c.mutant, rng);
-    else kind.mutate(c.mutant, rng);
+    else kind.mutate(c.mutant, rng, -1);
   }
   if (rng.chance(20)) c.extra_args = {"--opt-level", std::to_string(rng.below(4))};
   return c;

@@ -331,12 +331,12 @@ Msg& tensor_type(Msg& vi) {
   return *tt;
 }
 
-std::string mutate_model(Msg& model, Rng& rng, bool* deep) {
+std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
   Msg* g = model.first(model::graph);
   if (!g) return "";
   std::vector<Msg*> nodes = g->all(graph::node), inits = g->all(graph::initializer);
   auto node_name = [](Msg* n) { return n->text(node::name); };
-  switch (rng.below(23)) {
+  switch (kind >= 0 ? uint64_t(kind) : rng.below(kOnnxMutationKinds)) {
     case 0: {  // a dim of a declared type
       auto vs = typed_values(*g);
       if (vs.empty()) return "";
@@ -855,7 +855,7 @@ std::string onnx_seed_model() {
   return encode(m);
 }
 
-void mutate_onnx(Mutant& m, Rng& rng) {
+void mutate_onnx(Mutant& m, Rng& rng, int kind) {
   Msg model;
   if (m.deep || !decode(m.bytes, T::kModel, model)) {
     mutate_bytes(m, rng);
@@ -863,7 +863,7 @@ void mutate_onnx(Mutant& m, Rng& rng) {
   }
   std::string what;
   bool deep = false;
-  for (int tries = 0; tries < 20 && what.empty(); ++tries) what = mutate_model(model, rng, &deep);
+  for (int tries = 0; tries < 20 && what.empty(); ++tries) what = mutate_model(model, rng, &deep, tries ? -1 : kind);
   if (what.empty()) {
     mutate_bytes(m, rng);
     return;
