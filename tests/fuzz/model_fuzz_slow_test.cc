@@ -2,7 +2,8 @@
 // of a small loom JSON model and a small ONNX model, each given to `loom compile` in a fresh
 // process under a 2 GiB address-space limit and a 60 s wall-clock limit. A case fails when
 // loom dies of a signal, runs out of time or memory, or exits with a status other than 0
-// (compiled), 1 (refused with an error) or 2 (usage error).
+// (compiled), 1 (refused with an error) or 2 (usage error); a library it compiles must also
+// `loom run` (exit 0) under the same limits.
 //
 // Deterministic: LOOM_FUZZ_SEED (decimal or 0x-hex) picks the run, LOOM_FUZZ_CASES the number
 // of cases per model kind, LOOM_FUZZ_CASE=N runs that one case only, LOOM_FUZZ_JOBS the cases
@@ -188,6 +189,13 @@ std::string command_line(const std::vector<std::string>& argv) {
 
 std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : "…" + s.substr(s.size() - n); }
 
+/// `loom run` of a compiled library: one run on random inputs, two threads.
+std::vector<std::string> run_argv(const std::string& lib) {
+  return {kLoom, "run", lib, "--repeat", "1", "--warmup", "0", "--threads", "2"};
+}
+
+/// `loom compile` of the case and, when that succeeds, `loom run` of the library (what the
+/// compile made must run too), each under the limits.
 Outcome run_case(const Kind& kind, const Case& c, const fs::path& dir, int i) {
   fs::path file = dir / fmt::format("{}_{}{}", kind.name, i, kind.ext);
   fs::path lib = dir / fmt::format("{}_{}.so", kind.name, i);
@@ -198,11 +206,19 @@ Outcome run_case(const Kind& kind, const Case& c, const fs::path& dir, int i) {
   // glibc reserves 64 MiB of address space per thread arena: on a machine with many cores
   // that alone would reach the limit, which is there to catch what loom allocates.
   env.push_back("MALLOC_ARENA_MAX=2");
+  const test::RunLimits limits{.timeout_s = kTimeoutS, .address_space = kAddressSpace};
   Outcome o;
   auto t0 = std::chrono::steady_clock::now();
-  o.status = test::run(argv, env, &o.output, {.timeout_s = kTimeoutS, .address_space = kAddressSpace});
-  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  o.status = test::run(argv, env, &o.output, limits);
   o.problem = judge(o.status, o.output);
+  if (o.status == 0 && o.problem.empty()) {
+    std::string out;
+    int st = test::run(run_argv(lib.string()), env, &out, limits);
+    o.output += "\n$ loom run\n" + out;
+    std::string why = judge(st, out);
+    if (st != 0) o.problem = "loom run of the compiled library: " + (why.empty() ? fmt::format("exit status {}", st) : why);
+  }
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::error_code ec;
   fs::remove(file, ec);
   fs::remove(lib, ec);
@@ -220,10 +236,12 @@ std::string keep_failure(const Kind& kind, const Case& c, const Outcome& o, int 
   std::ofstream(file, std::ios::binary) << c.mutant.bytes;
   std::vector<std::string> argv = {kLoom, "compile", file.string(), "-o", (dir / (stem + ".so")).string()};
   argv.insert(argv.end(), c.extra_args.begin(), c.extra_args.end());
+  std::string command = command_line(argv);
+  if (o.problem.starts_with("loom run")) command += " && " + command_line(run_argv((dir / (stem + ".so")).string()));
   std::string report = fmt::format(
       "{} case {} (seed {:#x}): {} after {:.1f} s\n  mutations: {}\n  reproducer: {}\n  command: {}\n"
       "  again: LOOM_FUZZ_SEED={:#x} LOOM_FUZZ_CASE={} {} --gtest_filter=ModelFuzz.{}\n  output: {}\n",
-      kind.name, i, cfg.seed, o.problem, o.seconds, fmt::join(c.mutant.steps, "; "), file.string(), command_line(argv),
+      kind.name, i, cfg.seed, o.problem, o.seconds, fmt::join(c.mutant.steps, "; "), file.string(), command,
       cfg.seed, i, fs::read_symlink("/proc/self/exe").string(), kind.name == "json" ? "Json" : "Onnx", tail(o.output, 600));
   std::ofstream(dir / (stem + ".txt")) << report;
   return report;
@@ -281,8 +299,9 @@ void fuzz(const Kind& kind) {
                        << failures;
 }
 
-// The seeds must compile, or the mutations would start from a refused model and test little.
-TEST(ModelFuzz, SeedsCompile) {
+// The seeds must compile (and run), or the mutations would start from a refused model and
+// test little.
+TEST(ModelFuzz, SeedsCompileAndRun) {
   ASSERT_TRUE(fs::exists(kLoom)) << kLoom << " was not built (target loom_cli)";
   std::vector<Kind> kinds = {json_kind()};
   if (graph_opt::onnx_frontend_available()) kinds.push_back(onnx_kind());
