@@ -132,8 +132,8 @@ const char* kDupMarker = "@@LOOM_FUZZ_DUP@@";
 /// A value in the document and where it sits.
 struct Slot {
   json* v;
-  json* parent;  // null for the root
-  std::string key;  // in an object parent
+  json* parent;      // null for the root
+  std::string key;   // in an object parent
   size_t index = 0;  // in an array parent
   std::string path;
 };
@@ -151,7 +151,8 @@ std::vector<Slot> slots(json& root) {
       for (auto it = s.v->begin(); it != s.v->end(); ++it)
         stack.push_back({&it.value(), s.v, it.key(), 0, s.path + "/" + it.key()});
     } else if (s.v->is_array() && s.key != "data") {
-      for (size_t i = 0; i < s.v->size(); ++i) stack.push_back({&(*s.v)[i], s.v, "", i, fmt::format("{}/{}", s.path, i)});
+      for (size_t i = 0; i < s.v->size(); ++i)
+        stack.push_back({&(*s.v)[i], s.v, "", i, fmt::format("{}/{}", s.path, i)});
     }
   }
   return out;
@@ -220,7 +221,9 @@ std::vector<json*> all_nodes(json& doc) {
   return out;
 }
 
-std::string node_name(const json& n) { return n.contains("name") && n["name"].is_string() ? n["name"].get<std::string>() : ""; }
+std::string node_name(const json& n) {
+  return n.contains("name") && n["name"].is_string() ? n["name"].get<std::string>() : "";
+}
 
 /// Applies one structural mutation; returns its description, or "" when the document has
 /// nothing it applies to.
@@ -228,7 +231,9 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
                        int kind) {
   switch (kind >= 0 ? uint64_t(kind) : rng.below(kJsonMutationKinds)) {
     case 0: {  // a dim
-      auto dims = slots_where(doc, [](const Slot& s) { return s.parent && s.parent->is_array() && s.path.find("/shape/") != std::string::npos; });
+      auto dims = slots_where(doc, [](const Slot& s) {
+        return s.parent && s.parent->is_array() && s.path.find("/shape/") != std::string::npos;
+      });
       if (dims.empty()) return "";
       const Slot& s = rng.pick(dims);
       *s.v = extreme_value(rng);
@@ -278,7 +283,8 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
                          it.key(), shown);
     }
     case 5: {  // a missing field or element
-      auto cont = slots_where(doc, [](const Slot& s) { return (s.v->is_object() || s.v->is_array()) && !s.v->empty(); });
+      auto cont =
+          slots_where(doc, [](const Slot& s) { return (s.v->is_object() || s.v->is_array()) && !s.v->empty(); });
       if (cont.empty()) return "";
       const Slot& s = rng.pick(cont);
       if (s.v->is_object()) {
@@ -300,7 +306,10 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
       json target;
       std::string what;
       switch (rng.below(6)) {
-        case 0: target = self; what = "itself"; break;
+        case 0:
+          target = self;
+          what = "itself";
+          break;
         case 1: {  // a node that (transitively, in the seed) comes after it: a cycle
           auto nodes = all_nodes(doc);
           size_t at = 0;
@@ -311,10 +320,22 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
           what = "a later node";
           break;
         }
-        case 2: target = "no_such_node"; what = "an unknown node"; break;
-        case 3: target = json::array({self.empty() ? "x" : self, rng.pick(extreme_ints())}); what = "an output index"; break;
-        case 4: target = json::array({"x", -1}); what = "a negative output index"; break;
-        default: target = 7; what = "a number"; break;
+        case 2:
+          target = "no_such_node";
+          what = "an unknown node";
+          break;
+        case 3:
+          target = json::array({self.empty() ? "x" : self, rng.pick(extreme_ints())});
+          what = "an output index";
+          break;
+        case 4:
+          target = json::array({"x", -1});
+          what = "a negative output index";
+          break;
+        default:
+          target = 7;
+          what = "a number";
+          break;
       }
       if (rng.chance(15) && doc.contains("outputs") && doc["outputs"].is_array()) {
         doc["outputs"].push_back(target);
@@ -322,8 +343,10 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
       }
       if (!n.contains("inputs") || !n["inputs"].is_array()) n["inputs"] = json::array();
       json& ins = n["inputs"];
-      if (ins.empty() || rng.chance(25)) ins.push_back(target);
-      else ins[size_t(rng.below(ins.size()))] = target;
+      if (ins.empty() || rng.chance(25))
+        ins.push_back(target);
+      else
+        ins[size_t(rng.below(ins.size()))] = target;
       return fmt::format("json: node '{}' input {} ({})", self, target.dump(), what);
     }
     case 7: {  // a duplicate node
@@ -360,8 +383,9 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
       json v;
       switch (rng.below(5)) {
         case 0: v = json::array({rng.pick(extreme_ints()), rng.pick(extreme_ints())}); break;
-        case 1: v = json::array({rng.pick(extreme_ints()), rng.pick(extreme_ints()), rng.pick(extreme_ints()),
-                                 rng.pick(extreme_ints())});
+        case 1:
+          v = json::array(
+              {rng.pick(extreme_ints()), rng.pick(extreme_ints()), rng.pick(extreme_ints()), rng.pick(extreme_ints())});
           break;
         case 2: v = rng.pick(extreme_ints()); break;
         case 3: v = other_type(it.value(), rng); break;
@@ -394,8 +418,14 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
         case 2: {
           if (d.empty()) return "";
           size_t i = size_t(rng.below(d.size()));
-          static const std::vector<json> odd = {1e308, -1e308, 1e-320, json(std::numeric_limits<int64_t>::min()),
-                                                json(std::numeric_limits<uint64_t>::max()), "1", nullptr, json::array({1})};
+          static const std::vector<json> odd = {1e308,
+                                                -1e308,
+                                                1e-320,
+                                                json(std::numeric_limits<int64_t>::min()),
+                                                json(std::numeric_limits<uint64_t>::max()),
+                                                "1",
+                                                nullptr,
+                                                json::array({1})};
           d[i] = rng.pick(odd);
           return fmt::format("json: {}/{} = {}", s.path, i, d[i].dump());
         }
@@ -409,9 +439,9 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
     case 11: {  // dtype
       auto dts = slots_where(doc, [](const Slot& s) { return s.key == "dtype"; });
       if (dts.empty()) return "";
-      static const std::vector<std::string> names = {"int8",    "uint8",     "int32",  "int64",     "float16", "float64",
-                                                     "bfloat16", "bool",     "uint1",  "handle",    "void",    "float32x4",
-                                                     "",         "float999", "int0",   "float-32", "custom[x]32"};
+      static const std::vector<std::string> names = {
+          "int8",   "uint8", "int32",     "int64", "float16",  "float64", "bfloat16", "bool",       "uint1",
+          "handle", "void",  "float32x4", "",      "float999", "int0",    "float-32", "custom[x]32"};
       const Slot& s = rng.pick(dts);
       *s.v = rng.pick(names);
       return fmt::format("json: {} = {}", s.path, s.v->dump());
@@ -419,9 +449,9 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
     case 12: {  // layout
       auto ls = slots_where(doc, [](const Slot& s) { return s.key == "layout" || s.key == "out_layout"; });
       if (ls.empty()) return "";
-      static const std::vector<std::string> names = {"NCHW", "NHWC", "NCHW16c", "NCHW8c", "NCHW0c", "NCHW3c",
-                                                     "NCHW-1c", "NCHW99999999999c", "OIHW16o", "CHWN", "XYZW", "", "NC",
-                                                     "NCHWc16", "NCHW16C"};
+      static const std::vector<std::string> names = {
+          "NCHW",    "NHWC", "NCHW16c", "NCHW8c", "NCHW0c", "NCHW3c",  "NCHW-1c", "NCHW99999999999c",
+          "OIHW16o", "CHWN", "XYZW",    "",       "NC",     "NCHWc16", "NCHW16C"};
       const Slot& s = rng.pick(ls);
       *s.v = rng.pick(names);
       return fmt::format("json: {} = {}", s.path, s.v->dump());
@@ -445,8 +475,10 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
       if (!doc.contains("groups") || !doc["groups"].is_array() || doc["groups"].empty() || rng.chance(20)) {
         json groups = json::array();
         for (json* n : nodes)
-          groups.push_back({{"name", "g_" + node_name(*n)}, {"nodes", json::array({node_name(*n)})},
-                            {"anchor", node_name(*n)}, {"pattern", "opaque"}});
+          groups.push_back({{"name", "g_" + node_name(*n)},
+                            {"nodes", json::array({node_name(*n)})},
+                            {"anchor", node_name(*n)},
+                            {"pattern", "opaque"}});
         bool reversed = rng.chance(50);
         if (reversed) std::reverse(groups.begin(), groups.end());
         doc["groups"] = groups;
@@ -471,8 +503,8 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
           return fmt::format("json: group {} anchor '{}'", gname, a);
         }
         case 3: {
-          static const std::vector<std::string> pats = {"elemwise", "broadcast", "injective", "comm_reduce",
-                                                        "out_elemwise_fusable", "opaque", "tuple", ""};
+          static const std::vector<std::string> pats = {
+              "elemwise", "broadcast", "injective", "comm_reduce", "out_elemwise_fusable", "opaque", "tuple", ""};
           std::string p = rng.pick(pats);
           g["pattern"] = p;
           return fmt::format("json: group {} pattern '{}'", gname, p);
@@ -511,7 +543,7 @@ std::string mutate_doc(json& doc, Rng& rng, const std::vector<std::string>& ops,
     case 20:
     case 21: {  // a transform of a value (mostly a constant: constant folding), spliced in before its consumer
       std::vector<std::pair<json*, size_t>> uses;  // (consumer, input position)
-      std::map<std::string, size_t> rank;  // of constants (4 for other values: a guess)
+      std::map<std::string, size_t> rank;          // of constants (4 for other values: a guess)
       for (json* n : all_nodes(doc))
         if (n->value("kind", "") == "constant" && n->contains("type") && (*n)["type"].is_object() &&
             (*n)["type"].contains("shape") && (*n)["type"]["shape"].is_array())
@@ -605,7 +637,8 @@ void mutate_json(Mutant& m, Rng& rng, const std::vector<std::string>& ops, int k
     return;
   }
   std::string deep, dup, what;
-  for (int tries = 0; tries < 20 && what.empty(); ++tries) what = mutate_doc(doc, rng, ops, &deep, &dup, tries ? -1 : kind);
+  for (int tries = 0; tries < 20 && what.empty(); ++tries)
+    what = mutate_doc(doc, rng, ops, &deep, &dup, tries ? -1 : kind);
   if (what.empty()) {
     mutate_bytes(m, rng);
     return;

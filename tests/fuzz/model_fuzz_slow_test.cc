@@ -10,6 +10,7 @@
 // run at a time (2), LOOM_FUZZ_VERBOSE=1 prints every case with loom's last line. A failing
 // case is kept under <build>/fuzz_failures/ with a .txt saying how it was made and how to run
 // it again.
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -19,14 +20,12 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
-
-#include <fmt/ranges.h>
 
 #include "common/process_util.h"
 #include "fuzz/fuzz_mutators.h"
@@ -68,7 +67,8 @@ const Config& config() {
   static const Config c = [] {
     Config c;
     std::cout << fmt::format("model fuzzer: seed {:#x} (LOOM_FUZZ_SEED), {} cases per model (LOOM_FUZZ_CASES){}\n",
-                             c.seed, c.cases, c.only >= 0 ? fmt::format(", case {} only (LOOM_FUZZ_CASE)", c.only) : "");
+                             c.seed, c.cases,
+                             c.only >= 0 ? fmt::format(", case {} only (LOOM_FUZZ_CASE)", c.only) : "");
     return c;
   }();
   return c;
@@ -109,7 +109,8 @@ graph_opt::Graph seed_graph() {
 /// (without them a changed shape is inferred rather than refused).
 std::vector<std::string> json_seeds() {
   graph_opt::Graph g = seed_graph(), fused = graph_opt::optimize(g);
-  return {graph_opt::to_json(g), graph_opt::to_json(g, false), graph_opt::to_json(fused), graph_opt::to_json(fused, false)};
+  return {graph_opt::to_json(g), graph_opt::to_json(g, false), graph_opt::to_json(fused),
+          graph_opt::to_json(fused, false)};
 }
 
 std::vector<std::string> onnx_seeds() { return {onnx_seed_model()}; }
@@ -119,7 +120,7 @@ std::vector<std::string> onnx_seeds() { return {onnx_seed_model()}; }
 struct Kind {
   std::string name, ext;
   std::vector<std::string> seeds;
-  int mutation_kinds;  // structure-aware ones
+  int mutation_kinds;                              // structure-aware ones
   std::function<void(Mutant&, Rng&, int)> mutate;  // one structure-aware mutation (kind, or -1: random)
 };
 
@@ -147,11 +148,15 @@ Case make_case(const Kind& kind, uint64_t seed, int i) {
   size_t which = size_t(rng.below(kind.seeds.size()));
   Case c{{kind.seeds[which], {fmt::format("seed model {}", which)}}, {}};
   int first = i % (kind.mutation_kinds + 1);
-  if (first == kind.mutation_kinds) mutate_bytes(c.mutant, rng);
-  else kind.mutate(c.mutant, rng, first);
+  if (first == kind.mutation_kinds)
+    mutate_bytes(c.mutant, rng);
+  else
+    kind.mutate(c.mutant, rng, first);
   for (int k = 0, more = rng.chance(35) ? 1 + int(rng.below(2)) : 0; k < more; ++k) {
-    if (rng.chance(20)) mutate_bytes(c.mutant, rng);
-    else kind.mutate(c.mutant, rng, -1);
+    if (rng.chance(20))
+      mutate_bytes(c.mutant, rng);
+    else
+      kind.mutate(c.mutant, rng, -1);
   }
   if (rng.chance(20)) c.extra_args = {"--opt-level", std::to_string(rng.below(4))};
   return c;
@@ -216,7 +221,8 @@ Outcome run_case(const Kind& kind, const Case& c, const fs::path& dir, int i) {
     int st = test::run(run_argv(lib.string()), env, &out, limits);
     o.output += "\n$ loom run\n" + out;
     std::string why = judge(st, out);
-    if (st != 0) o.problem = "loom run of the compiled library: " + (why.empty() ? fmt::format("exit status {}", st) : why);
+    if (st != 0)
+      o.problem = "loom run of the compiled library: " + (why.empty() ? fmt::format("exit status {}", st) : why);
   }
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::error_code ec;
@@ -241,8 +247,8 @@ std::string keep_failure(const Kind& kind, const Case& c, const Outcome& o, int 
   std::string report = fmt::format(
       "{} case {} (seed {:#x}): {} after {:.1f} s\n  mutations: {}\n  reproducer: {}\n  command: {}\n"
       "  again: LOOM_FUZZ_SEED={:#x} LOOM_FUZZ_CASE={} {} --gtest_filter=ModelFuzz.{}\n  output: {}\n",
-      kind.name, i, cfg.seed, o.problem, o.seconds, fmt::join(c.mutant.steps, "; "), file.string(), command,
-      cfg.seed, i, fs::read_symlink("/proc/self/exe").string(), kind.name == "json" ? "Json" : "Onnx", tail(o.output, 600));
+      kind.name, i, cfg.seed, o.problem, o.seconds, fmt::join(c.mutant.steps, "; "), file.string(), command, cfg.seed,
+      i, fs::read_symlink("/proc/self/exe").string(), kind.name == "json" ? "Json" : "Onnx", tail(o.output, 600));
   std::ofstream(dir / (stem + ".txt")) << report;
   return report;
 }
@@ -310,7 +316,9 @@ TEST(ModelFuzz, SeedsCompileAndRun) {
     for (size_t s = 0; s < kind.seeds.size(); ++s) {
       Case c{{kind.seeds[s], {}}, {}};
       Outcome o = run_case(kind, c, dir, -1 - int(s));
-      EXPECT_EQ(o.status, 0) << kind.name << " seed " << s << ":\n" << o.output << "\n" << kind.seeds[s].substr(0, 2000);
+      EXPECT_EQ(o.status, 0) << kind.name << " seed " << s << ":\n"
+                             << o.output << "\n"
+                             << kind.seeds[s].substr(0, 2000);
       EXPECT_EQ(o.problem, "");
       EXPECT_LT(o.seconds, 10) << kind.name << " seed " << s << " compiles too slowly for a fuzzer";
     }
@@ -345,7 +353,8 @@ TEST(ModelFuzz, JudgeCatchesCrashesHangsAndBlowUps) {
   EXPECT_NE(sh("echo 'loom: error: std::bad_alloc' >&2; exit 1", 5).find("memory"), std::string::npos);
   // The limit is the child's (`ulimit -v` prints it in KiB), not this process's.
   std::string out;
-  ASSERT_EQ(test::run({"/bin/sh", "-c", "ulimit -v"}, test::host_env(), &out, {.timeout_s = 5, .address_space = kAddressSpace}),
+  ASSERT_EQ(test::run({"/bin/sh", "-c", "ulimit -v"}, test::host_env(), &out,
+                      {.timeout_s = 5, .address_space = kAddressSpace}),
             0);
   EXPECT_EQ(out, std::to_string(kAddressSpace >> 10) + "\n");
   rlimit own{};
@@ -356,7 +365,8 @@ TEST(ModelFuzz, JudgeCatchesCrashesHangsAndBlowUps) {
 TEST(ModelFuzz, Json) { fuzz(json_kind()); }
 
 TEST(ModelFuzz, Onnx) {
-  if (!graph_opt::onnx_frontend_available()) GTEST_SKIP() << "built without the ONNX frontend (libonnx-dev, libprotobuf-dev)";
+  if (!graph_opt::onnx_frontend_available())
+    GTEST_SKIP() << "built without the ONNX frontend (libonnx-dev, libprotobuf-dev)";
   fuzz(onnx_kind());
 }
 

@@ -22,16 +22,35 @@ namespace {
 enum Wire { kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5 };
 
 /// The message types of onnx.proto the mutations look into.
-enum class T { kNone, kModel, kOpset, kGraph, kNode, kAttr, kTensor, kValueInfo, kType, kTypeTensor, kTypeSeq, kShape, kDim, kEntry };
+enum class T {
+  kNone,
+  kModel,
+  kOpset,
+  kGraph,
+  kNode,
+  kAttr,
+  kTensor,
+  kValueInfo,
+  kType,
+  kTypeTensor,
+  kTypeSeq,
+  kShape,
+  kDim,
+  kEntry
+};
 
 /// The message type of field `num` of a `t`, kNone for scalars, strings and bytes.
 T sub_type(T t, uint32_t num) {
   switch (t) {
     case T::kModel: return num == 7 ? T::kGraph : num == 8 ? T::kOpset : num == 14 ? T::kEntry : T::kNone;
     case T::kGraph:
-      return num == 1 ? T::kNode : num == 5 ? T::kTensor : (num == 11 || num == 12 || num == 13) ? T::kValueInfo : T::kNone;
+      return num == 1                                ? T::kNode
+             : num == 5                              ? T::kTensor
+             : (num == 11 || num == 12 || num == 13) ? T::kValueInfo
+                                                     : T::kNone;
     case T::kNode: return num == 5 ? T::kAttr : T::kNone;
-    case T::kAttr: return num == 5 || num == 10 ? T::kTensor : num == 6 || num == 11 ? T::kGraph : num == 14 ? T::kType : T::kNone;
+    case T::kAttr:
+      return num == 5 || num == 10 ? T::kTensor : num == 6 || num == 11 ? T::kGraph : num == 14 ? T::kType : T::kNone;
     case T::kTensor: return num == 13 ? T::kEntry : T::kNone;
     case T::kValueInfo: return num == 2 ? T::kType : T::kNone;
     case T::kType: return num == 1 ? T::kTypeTensor : num == 4 ? T::kTypeSeq : T::kNone;
@@ -48,9 +67,9 @@ struct Msg;
 struct Field {
   uint32_t num = 0;
   Wire wire = kVarint;
-  uint64_t v = 0;             // kVarint, kFixed64, kFixed32
-  std::string bytes;          // kLen, when not a message
-  std::shared_ptr<Msg> msg;   // kLen, a message of a known type
+  uint64_t v = 0;            // kVarint, kFixed64, kFixed32
+  std::string bytes;         // kLen, when not a message
+  std::shared_ptr<Msg> msg;  // kLen, a message of a known type
 
   Field() = default;
   Field(uint32_t n, Wire w, uint64_t value, std::string b, std::shared_ptr<Msg> m)
@@ -221,15 +240,36 @@ bool decode(const std::string& s, T t, Msg& m, int depth = 48) {
 // ---------------------------------------------------------------- ONNX messages
 
 // Field numbers of onnx.proto.
-namespace model { enum { ir_version = 1, producer = 2, graph = 7, opset = 8 }; }
-namespace graph { enum { node = 1, name = 2, initializer = 5, input = 11, output = 12, value_info = 13 }; }
-namespace node { enum { input = 1, output = 2, name = 3, op_type = 4, attribute = 5, domain = 7 }; }
-namespace attr { enum { name = 1, f = 2, i = 3, s = 4, t = 5, g = 6, floats = 7, ints = 8, strings = 9, type = 20 }; }
-namespace attr_type { enum { FLOAT = 1, INT = 2, STRING = 3, TENSOR = 4, GRAPH = 5, FLOATS = 6, INTS = 7, STRINGS = 8 }; }
-namespace tensor {
-enum { dims = 1, data_type = 2, float_data = 4, int64_data = 7, name = 8, raw_data = 9, external_data = 13, data_location = 14 };
+namespace model {
+enum { ir_version = 1, producer = 2, graph = 7, opset = 8 };
 }
-namespace dtype { enum { FLOAT = 1, INT64 = 7, STRING = 8 }; }
+namespace graph {
+enum { node = 1, name = 2, initializer = 5, input = 11, output = 12, value_info = 13 };
+}
+namespace node {
+enum { input = 1, output = 2, name = 3, op_type = 4, attribute = 5, domain = 7 };
+}
+namespace attr {
+enum { name = 1, f = 2, i = 3, s = 4, t = 5, g = 6, floats = 7, ints = 8, strings = 9, type = 20 };
+}
+namespace attr_type {
+enum { FLOAT = 1, INT = 2, STRING = 3, TENSOR = 4, GRAPH = 5, FLOATS = 6, INTS = 7, STRINGS = 8 };
+}
+namespace tensor {
+enum {
+  dims = 1,
+  data_type = 2,
+  float_data = 4,
+  int64_data = 7,
+  name = 8,
+  raw_data = 9,
+  external_data = 13,
+  data_location = 14
+};
+}
+namespace dtype {
+enum { FLOAT = 1, INT64 = 7, STRING = 8 };
+}
 
 Msg value_info(const std::string& name, const std::vector<int64_t>& shape, int elem_type = dtype::FLOAT) {
   Msg sh;
@@ -239,7 +279,9 @@ Msg value_info(const std::string& name, const std::vector<int64_t>& shape, int e
   return Msg().str(1, name).msg(2, Msg().msg(1, std::move(tt)));
 }
 
-std::string packed_floats(const std::vector<float>& v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4); }
+std::string packed_floats(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+}
 
 std::string packed_varints(const std::vector<int64_t>& v) {
   std::string s;
@@ -269,7 +311,8 @@ Msg ints_attr(const std::string& name, const std::vector<int64_t>& v) {
   return a;
 }
 
-Msg make_node(const std::string& op, const std::vector<std::string>& in, const std::string& out, std::vector<Msg> attrs = {}) {
+Msg make_node(const std::string& op, const std::vector<std::string>& in, const std::string& out,
+              std::vector<Msg> attrs = {}) {
   Msg n;
   for (const auto& s : in) n.str(node::input, s);
   n.str(node::output, out).str(node::name, out).str(node::op_type, op);
@@ -294,13 +337,45 @@ void set_dims(Msg& t, const std::vector<int64_t>& dims) {
   for (Field& f : rest) t.fields.push_back(std::move(f));
 }
 
-const char* kOnnxOps[] = {"Conv",    "ConvTranspose", "Gemm",      "MatMul",  "Add",        "Sub",
-                          "Mul",     "Div",           "Relu",      "Clip",    "Sigmoid",    "Tanh",
-                          "Erf",     "Sqrt",          "Pow",       "BatchNormalization",    "MaxPool",
-                          "AveragePool", "GlobalAveragePool",      "Softmax", "LayerNormalization",
-                          "ReduceMean",  "Reshape",   "Flatten",   "Transpose", "Concat",   "Pad",
-                          "Squeeze", "Unsqueeze",     "Gather",    "Cast",    "Shape",      "Constant",
-                          "Expand",  "Slice",         "Loop",      "If",      "NoSuchOp",   ""};
+const char* kOnnxOps[] = {"Conv",
+                          "ConvTranspose",
+                          "Gemm",
+                          "MatMul",
+                          "Add",
+                          "Sub",
+                          "Mul",
+                          "Div",
+                          "Relu",
+                          "Clip",
+                          "Sigmoid",
+                          "Tanh",
+                          "Erf",
+                          "Sqrt",
+                          "Pow",
+                          "BatchNormalization",
+                          "MaxPool",
+                          "AveragePool",
+                          "GlobalAveragePool",
+                          "Softmax",
+                          "LayerNormalization",
+                          "ReduceMean",
+                          "Reshape",
+                          "Flatten",
+                          "Transpose",
+                          "Concat",
+                          "Pad",
+                          "Squeeze",
+                          "Unsqueeze",
+                          "Gather",
+                          "Cast",
+                          "Shape",
+                          "Constant",
+                          "Expand",
+                          "Slice",
+                          "Loop",
+                          "If",
+                          "NoSuchOp",
+                          ""};
 
 template <class V>
 auto& pick_from(V& v, Rng& rng) {
@@ -343,9 +418,7 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
       auto [name, vi] = pick_from(vs, rng);
       Msg& tt = tensor_type(*vi);
       switch (rng.below(4)) {
-        case 0:
-          tt.erase(2);
-          return fmt::format("onnx: value '{}' loses its shape", name);
+        case 0: tt.erase(2); return fmt::format("onnx: value '{}' loses its shape", name);
         case 1: {
           int r = int(rng.below(6));
           Msg sh;
@@ -385,7 +458,8 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
       return fmt::format("onnx: initializer '{}' dims [{}]", t.text(tensor::name), fmt::join(d, ","));
     }
     case 2: {  // a data type
-      static const std::vector<int64_t> types = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 21, 23, 999, -1};
+      static const std::vector<int64_t> types = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,   10, 11,
+                                                 12, 13, 14, 15, 16, 17, 19, 21, 23, 999, -1};
       int64_t dt = rng.pick(types);
       if (rng.chance(50) && !inits.empty()) {
         Msg& t = *pick_from(inits, rng);
@@ -409,21 +483,47 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
       a.str(attr::name, name);
       std::string what;
       switch (rng.below(9)) {
-        case 0: a.varint(attr::type, attr_type::FLOAT).f32(attr::f, 1.5f); what = "FLOAT"; break;
-        case 1: a.varint(attr::type, attr_type::INT).varint(attr::i, 3); what = "INT"; break;
-        case 2: a.varint(attr::type, attr_type::STRING).str(attr::s, "SAME_UPPER"); what = "STRING"; break;
-        case 3: a.varint(attr::type, attr_type::FLOATS).f32(attr::floats, 2.0f).f32(attr::floats, -1.0f); what = "FLOATS"; break;
-        case 4: a.varint(attr::type, attr_type::STRINGS).str(attr::strings, "x"); what = "STRINGS"; break;
+        case 0:
+          a.varint(attr::type, attr_type::FLOAT).f32(attr::f, 1.5f);
+          what = "FLOAT";
+          break;
+        case 1:
+          a.varint(attr::type, attr_type::INT).varint(attr::i, 3);
+          what = "INT";
+          break;
+        case 2:
+          a.varint(attr::type, attr_type::STRING).str(attr::s, "SAME_UPPER");
+          what = "STRING";
+          break;
+        case 3:
+          a.varint(attr::type, attr_type::FLOATS).f32(attr::floats, 2.0f).f32(attr::floats, -1.0f);
+          what = "FLOATS";
+          break;
+        case 4:
+          a.varint(attr::type, attr_type::STRINGS).str(attr::strings, "x");
+          what = "STRINGS";
+          break;
         case 5: {
           Msg t;
-          t.varint(tensor::dims, 2).varint(tensor::data_type, dtype::INT64).str(tensor::int64_data, packed_varints({2, 2}));
+          t.varint(tensor::dims, 2)
+              .varint(tensor::data_type, dtype::INT64)
+              .str(tensor::int64_data, packed_varints({2, 2}));
           a.varint(attr::type, attr_type::TENSOR).msg(attr::t, std::move(t));
           what = "TENSOR";
           break;
         }
-        case 6: a.varint(attr::type, attr_type::INTS); what = "INTS, empty"; break;
-        case 7: a.varint(attr::type, 99).varint(attr::i, 2); what = "99 (no such type)"; break;
-        default: a.varint(attr::type, attr_type::INTS).str(attr::ints, "\x02\x02"); what = "INTS, packed"; break;
+        case 6:
+          a.varint(attr::type, attr_type::INTS);
+          what = "INTS, empty";
+          break;
+        case 7:
+          a.varint(attr::type, 99).varint(attr::i, 2);
+          what = "99 (no such type)";
+          break;
+        default:
+          a.varint(attr::type, attr_type::INTS).str(attr::ints, "\x02\x02");
+          what = "INTS, packed";
+          break;
       }
       return fmt::format("onnx: node '{}' attribute '{}' of type {}", node_name(n), name, what);
     }
@@ -483,9 +583,12 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
       std::vector<Field*> ins;
       for (Field& f : n.fields)
         if (f.num == node::input) ins.push_back(&f);
-      if (ins.empty() || rng.chance(20)) n.str(node::input, target);
-      else pick_from(ins, rng)->bytes = target;
-      return fmt::format("onnx: node '{}' reads '{}' ({})", node_name(&n), target, i == j ? "its own output" : "a later output");
+      if (ins.empty() || rng.chance(20))
+        n.str(node::input, target);
+      else
+        pick_from(ins, rng)->bytes = target;
+      return fmt::format("onnx: node '{}' reads '{}' ({})", node_name(&n), target,
+                         i == j ? "its own output" : "a later output");
     }
     case 7: {  // a missing initializer
       if (inits.empty()) return "";
@@ -499,8 +602,9 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
       if (inits.empty()) return "";
       Msg& t = *pick_from(inits, rng);
       std::string name = t.text(tensor::name);
-      uint32_t data = t.count(tensor::raw_data) ? tensor::raw_data : t.count(tensor::float_data) ? tensor::float_data
-                                                                                                   : tensor::int64_data;
+      uint32_t data = t.count(tensor::raw_data)     ? tensor::raw_data
+                      : t.count(tensor::float_data) ? tensor::float_data
+                                                    : tensor::int64_data;
       Field* f = t.scalar(data);
       switch (rng.below(4)) {
         case 0: {
@@ -534,9 +638,7 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
           model.msg(model::opset, Msg().str(1, "").varint(2, v));
           return fmt::format("onnx: opset {}", v);
         }
-        case 1:
-          model.erase(model::opset);
-          return "onnx: no opset_import";
+        case 1: model.erase(model::opset); return "onnx: no opset_import";
         default: {
           std::string domain = rng.chance(50) ? "" : "com.microsoft";
           int64_t v = rng.pick(versions);
@@ -584,9 +686,7 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
     }
     case 12: {  // graph outputs and node outputs
       switch (rng.below(4)) {
-        case 0:
-          g->erase(graph::output);
-          return "onnx: no graph outputs";
+        case 0: g->erase(graph::output); return "onnx: no graph outputs";
         case 1: {
           std::string name = rng.chance(50) ? "no_such_value" : "x";
           g->msg(graph::output, value_info(name, {1, 3, 8, 8}));
@@ -624,7 +724,9 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
         sub.str(graph::name, fmt::format("sub{}", i)).msg(graph::node, std::move(inner));
       }
       Msg a;
-      a.str(attr::name, rng.chance(50) ? "then_branch" : "body").varint(attr::type, attr_type::GRAPH).msg(attr::g, std::move(sub));
+      a.str(attr::name, rng.chance(50) ? "then_branch" : "body")
+          .varint(attr::type, attr_type::GRAPH)
+          .msg(attr::g, std::move(sub));
       n->msg(node::attribute, std::move(a));
       *deep = depth > 10;
       return fmt::format("onnx: node '{}' gets a graph attribute nested {} deep", node_name(n), depth);
@@ -632,8 +734,8 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
     case 14: {  // external data
       if (inits.empty()) return "";
       Msg& t = *pick_from(inits, rng);
-      static const std::vector<std::string> locs = {"missing.bin", "/etc/passwd", "../../../../etc/hostname", "",
-                                                    "/dev/zero", "/proc/self/mem", "/"};
+      static const std::vector<std::string> locs = {
+          "missing.bin", "/etc/passwd", "../../../../etc/hostname", "", "/dev/zero", "/proc/self/mem", "/"};
       t.erase(tensor::raw_data);
       t.erase(tensor::float_data);
       t.set_varint(tensor::data_location, 1);
@@ -643,8 +745,8 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
       std::string len = std::to_string(rng.chance(50) ? 432 : rng.pick(extreme_ints()));
       if (rng.chance(70)) t.msg(tensor::external_data, Msg().str(1, "offset").str(2, off));
       if (rng.chance(70)) t.msg(tensor::external_data, Msg().str(1, "length").str(2, len));
-      return fmt::format("onnx: initializer '{}' external data at '{}' (offset {}, length {})", t.text(tensor::name), loc,
-                         off, len);
+      return fmt::format("onnx: initializer '{}' external data at '{}' (offset {}, length {})", t.text(tensor::name),
+                         loc, off, len);
     }
     case 15: {  // an initializer that is also an input, or two of one name
       if (inits.empty()) return "";
@@ -717,7 +819,8 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
       bool constants = rng.chance(70);
       for (Msg* n : nodes)
         for (Field& f : n->fields)
-          if (f.num == node::input && !f.bytes.empty() && rank.count(f.bytes) == size_t(constants)) uses.push_back({n, &f});
+          if (f.num == node::input && !f.bytes.empty() && rank.count(f.bytes) == size_t(constants))
+            uses.push_back({n, &f});
       if (uses.empty()) return "";
       auto [consumer, use] = pick_from(uses, rng);
       std::string c = use->bytes, out = "fuzz_" + c, arg = "fuzz_arg_" + c;
@@ -741,7 +844,8 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
         }
         case 1: {
           std::vector<int64_t> shape;
-          for (size_t i = 0, n = r + rng.below(3); i < n; ++i) shape.push_back(rng.chance(70) ? 1 + int64_t(rng.below(4)) : value());
+          for (size_t i = 0, n = r + rng.below(3); i < n; ++i)
+            shape.push_back(rng.chance(70) ? 1 + int64_t(rng.below(4)) : value());
           what = "Expand " + ints_init(shape);
           g->msg(graph::node, make_node("Expand", {c, arg}, out));
           break;
@@ -807,12 +911,8 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
           vi.msg(2, Msg().msg(4, Msg().msg(1, std::move(elem))));
           return fmt::format("onnx: input '{}' is a sequence", name);
         }
-        case 1:
-          vi.erase(2);
-          return fmt::format("onnx: input '{}' has no type", name);
-        default:
-          tensor_type(vi).set_varint(1, dtype::STRING);
-          return fmt::format("onnx: input '{}' of strings", name);
+        case 1: vi.erase(2); return fmt::format("onnx: input '{}' has no type", name);
+        default: tensor_type(vi).set_varint(1, dtype::STRING); return fmt::format("onnx: input '{}' of strings", name);
       }
     }
   }
@@ -823,11 +923,13 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
 std::string onnx_seed_model() {
   Msg g;
   g.str(graph::name, "fuzz_net");
-  g.msg(graph::node, make_node("Conv", {"x", "W", "B"}, "conv",
-                               {ints_attr("kernel_shape", {3, 3}), ints_attr("pads", {1, 1, 1, 1}), ints_attr("strides", {1, 1})}));
+  g.msg(graph::node,
+        make_node("Conv", {"x", "W", "B"}, "conv",
+                  {ints_attr("kernel_shape", {3, 3}), ints_attr("pads", {1, 1, 1, 1}), ints_attr("strides", {1, 1})}));
   g.msg(graph::node, make_node("Relu", {"conv"}, "relu"));
   g.msg(graph::node, make_node("Add", {"relu", "C"}, "add"));
-  g.msg(graph::node, make_node("MaxPool", {"add"}, "pool", {ints_attr("kernel_shape", {2, 2}), ints_attr("strides", {2, 2})}));
+  g.msg(graph::node,
+        make_node("MaxPool", {"add"}, "pool", {ints_attr("kernel_shape", {2, 2}), ints_attr("strides", {2, 2})}));
   g.msg(graph::node, make_node("GlobalAveragePool", {"pool"}, "gap"));
   g.msg(graph::node, make_node("Reshape", {"gap", "S"}, "flat"));
   Msg trans_b, alpha;

@@ -14,7 +14,8 @@ namespace {
 
 const DataType f32 = DataType::Float(32);
 
-std::vector<runtime::NDArray> run(const runtime::Module& m, const Graph& g, const std::vector<runtime::NDArray>& inputs) {
+std::vector<runtime::NDArray> run(const runtime::Module& m, const Graph& g,
+                                  const std::vector<runtime::NDArray>& inputs) {
   std::vector<runtime::NDArray> outs;
   for (ValueRef v : g.outputs) {
     outs.push_back(runtime::NDArray::empty(g.type(v).shape, g.type(v).dtype));
