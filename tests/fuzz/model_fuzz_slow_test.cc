@@ -7,9 +7,9 @@
 //
 // Deterministic: LOOM_FUZZ_SEED (decimal or 0x-hex) picks the run, LOOM_FUZZ_CASES the number
 // of cases per model kind, LOOM_FUZZ_CASE=N runs that one case only, LOOM_FUZZ_JOBS the cases
-// run at a time (2), LOOM_FUZZ_VERBOSE=1 prints every case with loom's last line. A failing
-// case is kept under <build>/fuzz_failures/ with a .txt saying how it was made and how to run
-// it again.
+// run at a time (2), LOOM_FUZZ_VERBOSE=1 prints every case with loom's last line,
+// LOOM_FUZZ_LOOM=PATH fuzzes another build's `loom`. A failing case is kept under
+// <build>/fuzz_failures/ with a .txt saying how it was made and how to run it again.
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -40,7 +40,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kLoom = LOOM_BINARY_DIR "/tools/loom";
+/// The `loom` under test: this build's, or LOOM_FUZZ_LOOM (another build's, e.g. a branch's).
+const std::string kLoom = std::getenv("LOOM_FUZZ_LOOM") && *std::getenv("LOOM_FUZZ_LOOM")
+                              ? std::string(std::getenv("LOOM_FUZZ_LOOM"))
+                              : std::string(LOOM_BINARY_DIR "/tools/loom");
 constexpr double kTimeoutS = 60;
 constexpr uint64_t kAddressSpace = uint64_t(2) << 30;
 constexpr uint64_t kDefaultSeed = 0x10a3f0221;

@@ -14,9 +14,7 @@ using te::make;
 /// for i in [0, n): B[i] = select(i < 1, A[i], select(i < 2, A[i - 1], ... A[i - (n - 1)])).
 Stmt select_chain(int n) {
   Var a("A", DataType::Handle()), b("B", DataType::Handle()), i("i");
-  auto load = [&](int k) {
-    return make<te::LoadNode>(DataType::Float(32), a, Expr(i) - Expr(k), Expr());
-  };
+  auto load = [&](int k) { return make<te::LoadNode>(DataType::Float(32), a, Expr(i) - Expr(k), Expr()); };
   Expr e = load(n - 1);
   for (int k = n - 1; k-- > 0;) e = te::select(Expr(i) < Expr(k + 1), load(k), e);
   Stmt store = make_stmt<StoreNode>(b, e, Expr(i), Expr());
