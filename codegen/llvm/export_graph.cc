@@ -5,6 +5,7 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
 
 #include <fmt/ranges.h>
 
@@ -33,21 +34,34 @@ using runtime::GraphPlan;
 
 constexpr const char* kConstantsSymbol = "__loom_graph_constants";
 
-/// The kernels (every function and its packed entry) and the constants blob, hidden.
-/// `calls_libmvec` is set when the kernels call glibc's vector math (vector_math.h).
-std::string kernels_object(const LLVMModuleNode& kernels, const runtime::NDArray& blob, bool* calls_libmvec) {
+/// The kernels (every function and its packed entry) and the constants blob, hidden, as
+/// objects to link. When the module was JIT-linked, its object is reused and the constants go
+/// into an object of their own: compiling the bitcode again cost as much as the build's own
+/// code generation (half of `loom compile` on a large kernel). `calls_libmvec` is set when the
+/// kernels call glibc's vector math (vector_math.h).
+std::vector<std::string> kernels_objects(const LLVMModuleNode& kernels, const runtime::NDArray& blob,
+                                         bool* calls_libmvec) {
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> m = from_bitcode(kernels.bitcode(), ctx);
   *calls_libmvec = calls_vector_math_library(*m);
+  std::unique_ptr<llvm::Module> constants;
+  if (!kernels.object().empty()) {
+    constants = std::make_unique<llvm::Module>("loom_graph_constants", ctx);
+    constants->setTargetTriple(m->getTargetTriple());
+    constants->setDataLayout(m->getDataLayout());
+  }
+  llvm::Module& holder = constants ? *constants : *m;
   std::string empty(64, '\0');
   llvm::StringRef bytes = blob.nbytes() ? llvm::StringRef(static_cast<const char*>(blob.raw_data()), blob.nbytes())
                                         : llvm::StringRef(empty);
   auto* init = llvm::ConstantDataArray::getRaw(bytes, bytes.size(), llvm::Type::getInt8Ty(ctx));
-  auto* gv = new llvm::GlobalVariable(*m, init->getType(), true, llvm::GlobalValue::ExternalLinkage, init,
+  auto* gv = new llvm::GlobalVariable(holder, init->getType(), true, llvm::GlobalValue::ExternalLinkage, init,
                                       kConstantsSymbol);
   gv->setVisibility(llvm::GlobalValue::HiddenVisibility);
   gv->setAlignment(llvm::Align(64));
-  return emit_machine_code(*m, get_target_machine(kernels.target()), llvm::CodeGenFileType::ObjectFile);
+  llvm::TargetMachine* tm = get_target_machine(kernels.target());
+  if (!constants) return {emit_machine_code(*m, tm, llvm::CodeGenFileType::ObjectFile)};
+  return {kernels.object(), emit_machine_code(*constants, tm, llvm::CodeGenFileType::ObjectFile)};
 }
 
 std::vector<std::string> param_names(const GraphPlan& plan, bool profile) {
@@ -194,7 +208,7 @@ void export_graph_library(const GraphModuleNode& node, const std::string& path) 
   info["cpu"] = tm->getTargetCPU().str();
 
   bool calls_libmvec = false;
-  std::string kernels_obj = kernels_object(kernels, node.executor().constants().blob, &calls_libmvec);
+  std::vector<std::string> objects = kernels_objects(kernels, node.executor().constants().blob, &calls_libmvec);
   TempDir tmp;
   write_graph_executor_headers(tmp.path() / "include");
   std::string plan_obj = compile_c_object(cc, plan_source(node, info.dump()), {tmp.path() / "include"},
@@ -210,7 +224,8 @@ void export_graph_library(const GraphModuleNode& node, const std::string& path) 
                                       "__loom_get_last_error"};
   std::vector<std::string> libs;
   if (calls_libmvec) libs.push_back("-lmvec");
-  link_shared_library(cc, {kernels_obj, plan_obj, graph_executor_object(cc), runtime_object(cc)}, exports, path, libs);
+  objects.insert(objects.end(), {plan_obj, graph_executor_object(cc), runtime_object(cc)});
+  link_shared_library(cc, objects, exports, path, libs);
   std::string lib = fs::path(path).filename().string();
   fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   write_file(dir / c_header_name(lib), header_text(node, lib, info), "export_library");

@@ -127,6 +127,7 @@ void LLVMModuleNode::link(const std::string& object) {
     if (!addr) fail("codegen: cannot link function '{}': {}", f.name, llvm::toString(addr.takeError()));
     entries_[f.name] = addr->toPtr<PackedEntry>();
   }
+  object_ = object;
 }
 
 runtime::PackedFunc LLVMModuleNode::get_function(const std::string& name) {

@@ -54,6 +54,9 @@ class LLVMModuleNode : public runtime::ModuleNode, public std::enable_shared_fro
 
   /// Links the object file into a fresh JITDylib and resolves every packed entry.
   void link(const std::string& object);
+  /// The object file linked ("" if none): export_graph_library reuses it rather than
+  /// compiling the bitcode to machine code a second time.
+  const std::string& object() const { return object_; }
 
   /// Why this module cannot run here ("" if it can); it is then compiled but not linked.
   void set_host_incompatibility(std::string why) { host_incompatibility_ = std::move(why); }
@@ -69,6 +72,7 @@ class LLVMModuleNode : public runtime::ModuleNode, public std::enable_shared_fro
   std::string bitcode_;
   std::vector<FunctionInfo> funcs_;
   std::string host_incompatibility_;
+  std::string object_;
   llvm::orc::JITDylib* jd_ = nullptr;
   std::map<std::string, PackedEntry> entries_;
   mutable std::mutex mu_;

@@ -1,4 +1,5 @@
 // Layout transforms: pad, transpose, reshape, concat. Pure index mappings (tag "injective").
+#include <functional>
 #include <numeric>
 
 #include "loom/te/ops.h"
@@ -129,15 +130,21 @@ Tensor concat(const std::vector<Tensor>& inputs, int axis, const std::string& na
   }
   std::vector<int64_t> out = s0;
   out[ax] = total;
+  // A balanced tree of selects on the offsets, not a chain: a chain of n makes every load
+  // depend on up to n conditions (n^2 guards once loads are predicated, n tests per element
+  // when folded), which made a concat of a few thousand inputs take minutes and gigabytes.
   FCompute f = [=](const std::vector<Var>& iv) -> Expr {
     auto read = [&](size_t t) {
       std::vector<Expr> idx(iv.begin(), iv.end());
       if (offsets[t]) idx[ax] = iv[ax] - int_const(offsets[t]);
       return inputs[t](idx);
     };
-    Expr e = read(inputs.size() - 1);
-    for (size_t t = inputs.size() - 1; t-- > 0;) e = select(iv[ax] < int_const(offsets[t + 1]), read(t), e);
-    return e;
+    std::function<Expr(size_t, size_t)> pick = [&](size_t lo, size_t hi) -> Expr {
+      if (hi - lo == 1) return read(lo);
+      size_t mid = lo + (hi - lo) / 2;
+      return select(iv[ax] < int_const(offsets[mid]), pick(lo, mid), pick(mid, hi));
+    };
+    return pick(0, inputs.size());
   };
   return compute(to_exprs(out), f, name, "injective");
 }

@@ -3,6 +3,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,6 +73,76 @@ int run(const std::vector<std::string>& argv, const std::vector<std::string>& en
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
   }
+  *out = read_file(log);
+  unlink(log.c_str());
+  if (timed_out) return kTimedOut;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int run(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string* out,
+        const RunLimits& limits) {
+  if (argv.empty()) {
+    *out = "no program to run";
+    return -1;
+  }
+  // Resolved before fork: the child of a threaded process may only make async-signal-safe calls.
+  std::string exe = argv[0];
+  if (exe.find('/') == std::string::npos) {
+    std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+    std::istringstream dirs(path);
+    for (std::string d; std::getline(dirs, d, ':');)
+      if (!d.empty() && access((d + "/" + exe).c_str(), X_OK) == 0) {
+        exe = d + "/" + exe;
+        break;
+      }
+  }
+  std::string log = (fs::temp_directory_path() / "loom-run-XXXXXX").string();
+  int fd = mkostemp(log.data(), O_CLOEXEC);
+  if (fd < 0) {
+    *out = std::strerror(errno);
+    return -1;
+  }
+  std::vector<char*> a, e;
+  for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  for (auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+  e.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    if (limits.address_space > 0) {
+      rlimit rl{rlim_t(limits.address_space), rlim_t(limits.address_space)};
+      if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(127);
+    }
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execve(exe.c_str(), a.data(), e.data());
+    _exit(127);
+  }
+  int fork_errno = errno;
+  close(fd);
+  if (pid < 0) {
+    *out = std::strerror(fork_errno);
+    unlink(log.c_str());
+    return -1;
+  }
+  setpgid(pid, pid);  // also here, so that the group exists before any kill below
+  int st = 0;
+  bool timed_out = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limits.timeout_s);
+  for (;;) {
+    pid_t r = waitpid(pid, &st, limits.timeout_s > 0 ? WNOHANG : 0);
+    if (r == pid || (r < 0 && errno != EINTR)) break;
+    if (r == 0 && std::chrono::steady_clock::now() > deadline) {
+      kill(-pid, SIGKILL);
+      while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      timed_out = true;
+      break;
+    }
+    if (r == 0) usleep(10000);
+  }
+  kill(-pid, SIGKILL);  // whatever the program left running in its group
   *out = read_file(log);
   unlink(log.c_str());
   if (timed_out) return kTimedOut;

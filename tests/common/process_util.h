@@ -19,6 +19,17 @@ inline constexpr int kTimedOut = 124;
 int run(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string* out,
         double timeout_s = 0);
 
+/// What `run` may impose on the program it starts.
+struct RunLimits {
+  double timeout_s = 0;            // wall clock, killed past it (status kTimedOut); 0: none
+  uint64_t address_space = 0;      // RLIMIT_AS in bytes, set in the child before exec; 0: inherited
+};
+
+/// `run` under `limits`: the program runs in a process group of its own, and a timeout
+/// kills the whole group (the children it started too).
+int run(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string* out,
+        const RunLimits& limits);
+
 /// This process's environment, as `run` takes it.
 std::vector<std::string> host_env();
 

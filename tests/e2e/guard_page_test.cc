@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <memory>
+
 #include "common/test_util.h"
 
 namespace loom {
@@ -81,6 +83,48 @@ TEST(GuardPage, ConcatReadsOnlyItsOwnInput) {
   auto out = runtime::NDArray::empty({2 * n}, DataType::Float(32));
   m.get_function("concat").call({&ta, &tb, out.dltensor()});
   for (int64_t k = 0; k < 2 * n; ++k) ASSERT_EQ(out.data<float>()[k], k < n ? a.data()[k] : b.data()[k - n]);
+}
+
+// Seven inputs of uneven lengths: the loads sit under three levels of selects, whose
+// conditions predicate_select_loads binds once per arm (Lets); vectorized, the lanes of one
+// vector straddle inputs, scalar, each load branches on its predicate.
+TEST(GuardPage, ConcatOfManyInputsReadsOnlyInside) {
+  const std::vector<int64_t> lens = {5, 16, 33, 1, 64, 17, 100};
+  for (bool vectorized : {true, false}) {
+    SCOPED_TRACE(vectorized ? "vectorized" : "scalar");
+    std::vector<te::Tensor> in;
+    for (size_t k = 0; k < lens.size(); ++k)
+      in.push_back(te::placeholder({lens[k]}, DataType::Float(32), "A" + std::to_string(k)));
+    te::Tensor C = te::ops::concat(in, 0);
+    Schedule s = create_schedule({C});
+    if (vectorized) {
+      auto [o, i] = s[C].split(s[C].axis(0), 16);
+      (void)o;
+      s[C].vectorize(i);
+    }
+    std::vector<te::Tensor> args = in;
+    args.push_back(C);
+    runtime::Module m = build(s, args, Target("llvm"), "concat");
+    std::vector<std::unique_ptr<GuardedFloats>> data;
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<DLTensor> tensors;
+    int64_t total = 0;
+    for (int64_t len : lens) {
+      data.push_back(std::make_unique<GuardedFloats>(len));
+      for (int64_t j = 0; j < len; ++j) data.back()->data()[j] = float(1000 * data.size() + size_t(j));  // distinct
+      shapes.push_back({len});
+      total += len;
+    }
+    for (size_t k = 0; k < lens.size(); ++k) tensors.push_back(data[k]->tensor(shapes[k]));
+    auto out = runtime::NDArray::empty({total}, DataType::Float(32));
+    std::vector<DLTensor*> call;
+    for (DLTensor& t : tensors) call.push_back(&t);
+    call.push_back(out.dltensor());
+    m.get_function("concat").call(call);
+    int64_t at = 0;
+    for (size_t k = 0; k < lens.size(); ++k)
+      for (int64_t j = 0; j < lens[k]; ++j, ++at) ASSERT_EQ(out.data<float>()[at], data[k]->data()[j]) << k << "," << j;
+  }
 }
 
 }  // namespace
