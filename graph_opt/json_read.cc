@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "loom/graph_opt/builder.h"
@@ -98,6 +99,14 @@ TensorType read_type(const json& j, const std::string& where) {
   return t;
 }
 
+/// A JSON number, or a string the writer uses for NaN and the infinities.
+std::optional<double> float_of(const json& x) {
+  double v;
+  if (x.is_number()) return x.get<double>();
+  if (x.is_string() && detail::nonfinite_value(x.get_ref<const std::string&>(), &v)) return v;
+  return std::nullopt;
+}
+
 /// A JSON attribute value as the schema's kind (or, for a name the schema lacks, its natural
 /// kind, so that normalize_attrs can name it as unknown). The schema's integers are int32
 /// (axes, extents, flags): a value outside that range is refused, not truncated.
@@ -111,7 +120,7 @@ AttrValue read_attr(const json& v, std::optional<AttrKind> kind, const std::stri
   };
   auto all = [&](auto pred) { return v.is_array() && std::all_of(v.begin(), v.end(), pred); };
   auto is_int = [](const json& x) { return x.is_number_integer(); };
-  auto is_num = [](const json& x) { return x.is_number(); };
+  auto is_num = [](const json& x) { return float_of(x).has_value(); };
   if (!kind) {
     if (v.is_number_integer()) kind = AttrKind::kInt;
     else if (v.is_number()) kind = AttrKind::kFloat;
@@ -123,8 +132,8 @@ AttrValue read_attr(const json& v, std::optional<AttrKind> kind, const std::stri
     case AttrKind::kInt:
       return integer(v, where);
     case AttrKind::kFloat:
-      want(v.is_number(), "a number");
-      return v.get<double>();
+      want(is_num(v), "a number");
+      return *float_of(v);
     case AttrKind::kString:
       want(v.is_string(), "a string");
       return v.get<std::string>();
@@ -134,9 +143,12 @@ AttrValue read_attr(const json& v, std::optional<AttrKind> kind, const std::stri
       for (size_t i = 0; i < v.size(); ++i) out.push_back(integer(v[i], fmt::format("{}[{}]", where, i)));
       return out;
     }
-    case AttrKind::kFloats:
+    case AttrKind::kFloats: {
       want(all(is_num), "an array of numbers");
-      return v.get<std::vector<double>>();
+      std::vector<double> out;
+      for (const json& x : v) out.push_back(*float_of(x));
+      return out;
+    }
   }
   fail("{}: unsupported attribute kind", where);
 }
@@ -203,14 +215,18 @@ runtime::NDArray inline_data(const Fields& f, const TensorType& t) {
   const int bits = dt.bits();
   for (size_t i = 0; i < d.size(); ++i) {
     const json& x = d[i];
-    LOOM_CHECK(x.is_number(), "{}: data value {} is {}, not a number", f.where(), i, kind_name(x));
     std::string what = fmt::format("{}: data value {}", f.where(), i);
     if (dt.is_float()) {
-      double v = x.get<double>();
+      std::optional<double> v = float_of(x);
+      LOOM_CHECK(v, "{}: data value {} is {}, not a number (or \"nan\", \"inf\", \"-inf\")", f.where(), i,
+                 short_json(x));
       double max = bits == 16 ? 65504.0 : bits == 32 ? double(std::numeric_limits<float>::max()) : HUGE_VAL;
-      LOOM_CHECK(std::abs(v) <= max, "{}: {} does not fit in {}", what, x.dump(), dt.str());
-      a.set(int64_t(i), v);
-    } else if (dt.is_uint() && bits == 64) {
+      LOOM_CHECK(!std::isfinite(*v) || std::abs(*v) <= max, "{}: {} does not fit in {}", what, x.dump(), dt.str());
+      a.set(int64_t(i), *v);
+      continue;
+    }
+    LOOM_CHECK(x.is_number(), "{}: data value {} is {}, not a number", f.where(), i, kind_name(x));
+    if (dt.is_uint() && bits == 64) {
       a.data<uint64_t>()[i] = x.is_number_unsigned() ? x.get<uint64_t>()
                                                      : uint64_t(json_integer(x, what, 0, INT64_MAX, "uint64"));
     } else if (dt.is_int() && bits == 64) {

@@ -3,9 +3,12 @@
 // truncation), and error messages that quote a value at bounded length.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "../../records/json_limits.h"
+#include "loom/graph_opt/builder.h"
 #include "loom/graph_opt/serialize.h"
 
 namespace loom::graph_opt {
@@ -200,6 +203,38 @@ TEST(JsonLimits, InlineConstantsMustFitTheirType) {
   EXPECT_EQ(g.nodes[0].value.data<int64_t>()[1], INT64_MAX);
   g = from_json(model("uint64", "18446744073709551615"));
   EXPECT_EQ(g.nodes[0].value.data<uint64_t>()[1], UINT64_MAX);
+}
+
+TEST(JsonLimits, NonFiniteValuesRoundTrip) {
+  // JSON has no NaN or infinity; the file holds them as strings and reads them back.
+  const double inf = std::numeric_limits<double>::infinity();
+  GraphBuilder b("nonfinite");
+  Value x = b.input("x", {{4}, DataType::Float(32), ""});
+  runtime::NDArray c = runtime::NDArray::empty({4}, DataType::Float(32));
+  c.set(0, std::nan(""));
+  c.set(1, inf);
+  c.set(2, -inf);
+  c.set(3, 1.5);
+  b.output(b.clip(b.add(x, b.constant("c", c), "add"), -inf, inf, "clip"));
+  std::string text = to_json(b.build());
+  EXPECT_NE(text.find(R"(["nan","inf","-inf",1.5])"), std::string::npos) << text;
+  Graph g = from_json(text);
+  const runtime::NDArray& back = g.nodes[size_t(g.find("c"))].value;
+  EXPECT_TRUE(std::isnan(back.get(0)));
+  EXPECT_EQ(back.get(1), inf);
+  EXPECT_EQ(back.get(2), -inf);
+  EXPECT_EQ(back.get(3), 1.5);
+  const Node& clip = g.nodes[size_t(g.find("clip"))];
+  EXPECT_EQ(std::get<double>(clip.attrs.at("min")), -inf);
+  EXPECT_EQ(std::get<double>(clip.attrs.at("max")), inf);
+  // Other strings are not numbers.
+  std::string bad = text;
+  bad.replace(bad.find(R"("nan")"), 5, R"("NaN")");
+  EXPECT_NE(error_of(bad).find(R"(data value 0 is "NaN", not a number)"), std::string::npos) << error_of(bad);
+  // Integer constants have no such values.
+  Model m;
+  m.axis = R"("inf")";
+  EXPECT_NE(error_of(m.text()).find("must be an integer"), std::string::npos);
 }
 
 TEST(JsonLimits, ShortJsonIsBoundedForAnyValue) {
