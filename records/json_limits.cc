@@ -19,19 +19,26 @@ struct Frame {
   std::string key;     // objects: the member being read
 };
 
-/// The path of the value the parser is at: `nodes[3].attrs.axis[0]`, cut to a readable length.
+/// The path of the value the parser is at: `nodes[3].attrs.axis[0]`, a run of four or more
+/// equal indices written once with its count (`shape[0]×60`), cut to a readable length.
 std::string path_text(const std::vector<Frame>& frames) {
+  std::vector<std::string> segs;
+  for (const Frame& f : frames)
+    segs.push_back(f.array ? fmt::format("[{}]", f.index) : f.key.size() <= 40 ? f.key : f.key.substr(0, 40) + "…");
   std::string out;
-  for (const Frame& f : frames) {
-    if (out.size() > 120) {
+  for (size_t i = 0; i < segs.size();) {
+    size_t j = i;
+    while (j < segs.size() && segs[j] == segs[i] && frames[j].array) ++j;
+    if (j - i >= 4) {
+      out += fmt::format("{}×{}", segs[i], j - i);
+      i = j;
+      continue;
+    }
+    if (!frames[i].array && !out.empty()) out += '.';
+    out += segs[i++];
+    if (out.size() > 160) {
       out += "…";
       break;
-    }
-    if (f.array) {
-      out += fmt::format("[{}]", f.index);
-    } else {
-      if (!out.empty()) out += '.';
-      out += f.key.size() <= 40 ? f.key : f.key.substr(0, 40) + "…";
     }
   }
   return out.empty() ? "the top level" : out;

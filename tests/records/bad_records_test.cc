@@ -81,8 +81,8 @@ TEST_F(BadRecords, MalformedLinesAreSkippedWithTheirReason) {
     std::string line, reason;
   };
   std::vector<Case> cases = {
-      {deep_line, "JSON nested more than 64 levels deep at workload.shape[0]"},
-      {std::string(100000, '['), "JSON nested more than 64 levels deep at [0][0]"},
+      {deep_line, "JSON nested more than 64 levels deep at workload.shape[0]×62"},
+      {std::string(100000, '['), "JSON nested more than 64 levels deep at [0]×64"},
       {edited(good, [](json& j) { j["config"]["index"] = json::parse("9223372036854775808"); }),
        "record field 'config.index': 9223372036854775808 does not fit in int64"},
       {edited(good, [](json& j) { j["config"]["index"] = 1.5; }), "record field 'config.index': must be an integer"},
