@@ -20,7 +20,8 @@ struct Frame {
 };
 
 /// The path of the value the parser is at: `nodes[3].attrs.axis[0]`, a run of four or more
-/// equal indices written once with its count (`shape[0]×60`), cut to a readable length.
+/// equal indices or keys written once with its count (`shape[0]×60`, `a×64`), cut to a
+/// readable length.
 std::string path_text(const std::vector<Frame>& frames) {
   std::vector<std::string> segs;
   for (const Frame& f : frames)
@@ -28,8 +29,9 @@ std::string path_text(const std::vector<Frame>& frames) {
   std::string out;
   for (size_t i = 0; i < segs.size();) {
     size_t j = i;
-    while (j < segs.size() && segs[j] == segs[i] && frames[j].array) ++j;
+    while (j < segs.size() && segs[j] == segs[i] && frames[j].array == frames[i].array) ++j;
     if (j - i >= 4) {
+      if (!frames[i].array && !out.empty()) out += '.';
       out += fmt::format("{}×{}", segs[i], j - i);
       i = j;
       continue;

@@ -81,7 +81,11 @@ TEST(JsonLimits, HundredThousandLevelsInAnyFieldIsAnError) {
   std::string objects;
   for (int i = 0; i < 100000; ++i) objects += R"({"a":)";
   objects += "1" + std::string(100000, '}');
-  EXPECT_NE(error_of(objects).find("at a.a.a"), std::string::npos);
+  EXPECT_NE(error_of(objects).find("JSON nested more than 64 levels deep at a×64"), std::string::npos)
+      << error_of(objects);
+  Model m;
+  m.shape = "[" + objects + "]";
+  EXPECT_NE(error_of(m.text()).find("deep at nodes[0].type.shape[0].a×59"), std::string::npos) << error_of(m.text());
 }
 
 TEST(JsonLimits, NestingUpToTheLimitIsReadAndQuotedBriefly) {
