@@ -1,15 +1,19 @@
 // Reading model files: every field, reference and constant checked; any fault a loom::Error
 // naming the file and the node.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "loom/graph_opt/builder.h"
 #include "loom/graph_opt/serialize.h"
+#include "../records/json_limits.h"
 #include "loom/runtime/error.h"
 #include "model_format.h"
 
@@ -19,6 +23,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using te::ops::AttrKind;
 using detail::kWeightsMagic;
+using records::detail::json_int;
+using records::detail::json_integer;
+using records::detail::short_json;
 
 namespace {
 
@@ -52,11 +59,7 @@ class Fields {
     LOOM_CHECK(v.is_string(), "{}: field \"{}\" must be a string, found {}", where_, k, kind_name(v));
     return v.get<std::string>();
   }
-  int64_t integer(const char* k) const {
-    const json& v = get(k);
-    LOOM_CHECK(v.is_number_integer(), "{}: field \"{}\" must be an integer, found {}", where_, k, kind_name(v));
-    return v.get<int64_t>();
-  }
+  int64_t integer(const char* k) const { return json_int<int64_t>(get(k), fmt::format("{}: field \"{}\"", where_, k)); }
   const json& array(const char* k) const {
     const json& v = get(k);
     LOOM_CHECK(v.is_array(), "{}: field \"{}\" must be an array, found {}", where_, k, kind_name(v));
@@ -78,7 +81,7 @@ TensorType read_type(const json& j, const std::string& where) {
     bool ok = d.is_number_unsigned() ? d.get<uint64_t>() >= 1 && d.get<uint64_t>() <= uint64_t(INT32_MAX)
               : d.is_number_integer() ? d.get<int64_t>() >= 1 && d.get<int64_t>() <= INT32_MAX
                                       : false;
-    LOOM_CHECK(ok, "{}: shape dims must be positive integers up to 2^31-1, found {}", where, d.dump());
+    LOOM_CHECK(ok, "{}: shape dims must be positive integers up to 2^31-1, found {}", where, short_json(d));
     int64_t v = d.get<int64_t>();
     LOOM_CHECK(elements <= (int64_t(1) << 40) / v, "{}: the shape has more than 2^40 elements", where);
     elements *= v;
@@ -96,15 +99,28 @@ TensorType read_type(const json& j, const std::string& where) {
   return t;
 }
 
+/// A JSON number, or a string the writer uses for NaN and the infinities.
+std::optional<double> float_of(const json& x) {
+  double v;
+  if (x.is_number()) return x.get<double>();
+  if (x.is_string() && detail::nonfinite_value(x.get_ref<const std::string&>(), &v)) return v;
+  return std::nullopt;
+}
+
 /// A JSON attribute value as the schema's kind (or, for a name the schema lacks, its natural
-/// kind, so that normalize_attrs can name it as unknown).
+/// kind, so that normalize_attrs can name it as unknown). The schema's integers are int32
+/// (axes, extents, flags): a value outside that range is refused, not truncated.
 AttrValue read_attr(const json& v, std::optional<AttrKind> kind, const std::string& where) {
   auto want = [&](bool ok, const char* what) {
-    LOOM_CHECK(ok, "{}: must be {}, found {}", where, what, v.dump());
+    LOOM_CHECK(ok, "{}: must be {}, found {}", where, what, short_json(v));
+  };
+  const bool known = kind.has_value();
+  auto integer = [&](const json& x, const std::string& what) {
+    return known ? int64_t(json_int<int32_t>(x, what)) : json_int<int64_t>(x, what);
   };
   auto all = [&](auto pred) { return v.is_array() && std::all_of(v.begin(), v.end(), pred); };
   auto is_int = [](const json& x) { return x.is_number_integer(); };
-  auto is_num = [](const json& x) { return x.is_number(); };
+  auto is_num = [](const json& x) { return float_of(x).has_value(); };
   if (!kind) {
     if (v.is_number_integer()) kind = AttrKind::kInt;
     else if (v.is_number()) kind = AttrKind::kFloat;
@@ -114,21 +130,25 @@ AttrValue read_attr(const json& v, std::optional<AttrKind> kind, const std::stri
   }
   switch (*kind) {
     case AttrKind::kInt:
-      if (v.is_boolean()) return int64_t(v.get<bool>());
-      want(v.is_number_integer(), "an integer");
-      return v.get<int64_t>();
+      return integer(v, where);
     case AttrKind::kFloat:
-      want(v.is_number(), "a number");
-      return v.get<double>();
+      want(is_num(v), "a number");
+      return *float_of(v);
     case AttrKind::kString:
       want(v.is_string(), "a string");
       return v.get<std::string>();
-    case AttrKind::kInts:
-      want(all(is_int), "an array of integers");
-      return v.get<std::vector<int64_t>>();
-    case AttrKind::kFloats:
+    case AttrKind::kInts: {
+      want(v.is_array(), "an array of integers");
+      std::vector<int64_t> out;
+      for (size_t i = 0; i < v.size(); ++i) out.push_back(integer(v[i], fmt::format("{}[{}]", where, i)));
+      return out;
+    }
+    case AttrKind::kFloats: {
       want(all(is_num), "an array of numbers");
-      return v.get<std::vector<double>>();
+      std::vector<double> out;
+      for (const json& x : v) out.push_back(*float_of(x));
+      return out;
+    }
   }
   fail("{}: unsupported attribute kind", where);
 }
@@ -191,11 +211,32 @@ runtime::NDArray inline_data(const Fields& f, const TensorType& t) {
   LOOM_CHECK(int64_t(d.size()) == numel(t), "{}: \"data\" has {} values but the type {} has {} elements", f.where(),
              d.size(), to_string(t), numel(t));
   runtime::NDArray a = runtime::NDArray::empty(t.shape, t.dtype);
+  const DataType dt = t.dtype;
+  const int bits = dt.bits();
   for (size_t i = 0; i < d.size(); ++i) {
     const json& x = d[i];
+    std::string what = fmt::format("{}: data value {}", f.where(), i);
+    if (dt.is_float()) {
+      std::optional<double> v = float_of(x);
+      LOOM_CHECK(v, "{}: data value {} is {}, not a number (or \"nan\", \"inf\", \"-inf\")", f.where(), i,
+                 short_json(x));
+      double max = bits == 16 ? 65504.0 : bits == 32 ? double(std::numeric_limits<float>::max()) : HUGE_VAL;
+      LOOM_CHECK(!std::isfinite(*v) || std::abs(*v) <= max, "{}: {} does not fit in {}", what, x.dump(), dt.str());
+      a.set(int64_t(i), *v);
+      continue;
+    }
     LOOM_CHECK(x.is_number(), "{}: data value {} is {}, not a number", f.where(), i, kind_name(x));
-    if (t.dtype.is_int() && t.dtype.bits() == 64 && x.is_number_integer()) a.data<int64_t>()[i] = x.get<int64_t>();
-    else a.set(int64_t(i), x.get<double>());
+    if (dt.is_uint() && bits == 64) {
+      a.data<uint64_t>()[i] = x.is_number_unsigned() ? x.get<uint64_t>()
+                                                     : uint64_t(json_integer(x, what, 0, INT64_MAX, "uint64"));
+    } else if (dt.is_int() && bits == 64) {
+      a.data<int64_t>()[i] = json_int<int64_t>(x, what);
+    } else {
+      // int8..int32, uint8..uint32, bool: exact as a double.
+      int64_t lo = dt.is_int() ? -(int64_t(1) << (bits - 1)) : 0;
+      int64_t hi = dt.is_bool() ? 1 : dt.is_int() ? (int64_t(1) << (bits - 1)) - 1 : (int64_t(1) << bits) - 1;
+      a.set(int64_t(i), double(json_integer(x, what, lo, hi, dt.str().c_str())));
+    }
   }
   return a;
 }
@@ -208,9 +249,10 @@ struct RawNode {
 
 std::pair<std::string, int> read_ref(const json& r, const std::string& where) {
   if (r.is_string()) return {r.get<std::string>(), 0};
-  LOOM_CHECK(r.is_array() && r.size() == 2 && r[0].is_string() && r[1].is_number_integer(),
-             "{}: a value reference is a node name or [name, output index], found {}", where, r.dump());
-  return {r[0].get<std::string>(), r[1].get<int>()};
+  LOOM_CHECK(r.is_array() && r.size() == 2 && r[0].is_string() && r[1].is_number(),
+             "{}: a value reference is a node name or [name, output index], found {}", where, short_json(r));
+  std::string name = r[0].get<std::string>();
+  return {name, json_int<int32_t>(r[1], fmt::format("{}: the output index of [\"{}\", …]", where, name))};
 }
 
 Graph parse_graph(const json& doc, const std::string& source, const std::string& weights_dir) {
@@ -353,7 +395,7 @@ Graph parse_graph(const json& doc, const std::string& source, const std::string&
       grp.name = f.str("name");
       std::string where = fmt::format("{}: group '{}'", source, grp.name);
       for (const json& m : f.array("nodes")) {
-        LOOM_CHECK(m.is_string() && g.find(m.get<std::string>()) >= 0, "{}: member {} names no node", where, m.dump());
+        LOOM_CHECK(m.is_string() && g.find(m.get<std::string>()) >= 0, "{}: member {} names no node", where, short_json(m));
         grp.nodes.push_back(g.find(m.get<std::string>()));
       }
       std::sort(grp.nodes.begin(), grp.nodes.end());
@@ -380,7 +422,7 @@ Graph parse_graph(const json& doc, const std::string& source, const std::string&
 
 json parse_text(const std::string& text, const std::string& source) {
   try {
-    return json::parse(text);
+    return records::detail::parse_json(text, source);
   } catch (const json::exception& e) {
     fail("{}: not valid JSON: {}", source, e.what());
   }

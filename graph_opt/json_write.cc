@@ -1,5 +1,6 @@
 // Writing model files: the graph as JSON, large constants into the weights file.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -63,7 +64,16 @@ ojson ref_json(const Graph& g, ValueRef v) {
   return ojson::array({n, v.index});
 }
 
+/// A float, or the string the format writes for NaN and the infinities.
+ojson number_json(double v) { return std::isfinite(v) ? ojson(v) : ojson(detail::nonfinite_text(v)); }
+
 ojson attr_json(const AttrValue& v) {
+  if (const double* d = std::get_if<double>(&v)) return number_json(*d);
+  if (const auto* ds = std::get_if<std::vector<double>>(&v)) {
+    ojson arr = ojson::array();
+    for (double d : *ds) arr.push_back(number_json(d));
+    return arr;
+  }
   return std::visit([](const auto& x) { return ojson(x); }, v);
 }
 
@@ -72,7 +82,7 @@ ojson data_json(const runtime::NDArray& a) {
   DataType t = a.dtype();
   int64_t n = a.numel();
   for (int64_t i = 0; i < n; ++i) {
-    if (t.is_float()) arr.push_back(a.get(i));
+    if (t.is_float()) arr.push_back(number_json(a.get(i)));
     else if (t.is_int() && t.bits() == 64) arr.push_back(a.data<int64_t>()[i]);
     else if (t.is_uint() && t.bits() == 64) arr.push_back(a.data<uint64_t>()[i]);
     else arr.push_back(int64_t(a.get(i)));

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include <fmt/format.h>
@@ -20,6 +21,17 @@ inline uint64_t fnv1a(const void* data, size_t n) {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h;
+}
+
+/// JSON has no NaN or infinity: the model file writes them as these strings (constants' data,
+/// float attributes), and the reader takes them back.
+inline const char* nonfinite_text(double v) { return v != v ? "nan" : v > 0 ? "inf" : "-inf"; }
+inline bool nonfinite_value(const std::string& s, double* v) {
+  if (s == "nan") *v = std::numeric_limits<double>::quiet_NaN();
+  else if (s == "inf") *v = std::numeric_limits<double>::infinity();
+  else if (s == "-inf") *v = -std::numeric_limits<double>::infinity();
+  else return false;
+  return true;
 }
 
 /// A checksum as the model file writes it: 16 hex digits.

@@ -6,6 +6,7 @@
 // the element size (at least); compiled code must not assume more.
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
+#include "loom/te/tensor.h"
 
 namespace loom::lowering {
 
@@ -68,6 +69,32 @@ LoweredFunc make_packed_api(LoweredFunc f, int device_type) {
     check(te::floormod(intrin(DataType::Int(64), "loom.handle_to_int", {intrin(DataType::Handle(), "loom.dltensor_data", {h})}),
                        i64(align)) == i64(0),
           fmt::format("{} data pointer must be aligned to {} bytes", who, align));
+  }
+  // An output (an argument bound to a computed tensor) must not share memory with any other
+  // argument: the compiled code takes the arguments not to alias, as graph libraries require of
+  // theirs. Inputs may share memory with each other.
+  auto is_output = [](const BufferArg& a) {
+    return a.tensor.defined() && a.tensor.op()->kind != te::OpKind::kPlaceholder;
+  };
+  auto address = [](const BufferArg& a) {
+    return intrin(DataType::Int(64), "loom.handle_to_int", {intrin(DataType::Handle(), "loom.dltensor_data", {a.handle})});
+  };
+  auto nbytes = [](const BufferArg& a) {
+    Expr n = i64(int64_t(a.dtype.bytes()) * a.dtype.lanes());
+    for (const Expr& d : a.shape) n = n * te::cast(DataType::Int(64), d);
+    return te::simplify(n);
+  };
+  for (size_t o = 0; o < f.args.size(); ++o) {
+    if (!is_output(f.args[o])) continue;
+    for (size_t j = 0; j < f.args.size(); ++j) {
+      if (j == o || (is_output(f.args[j]) && j > o)) continue;  // each pair of outputs once
+      const BufferArg &out = f.args[o], &other = f.args[j];
+      Expr no = nbytes(out), nj = nbytes(other);
+      check(no == i64(0) || nj == i64(0) || address(out) + no <= address(other) || address(other) + nj <= address(out),
+            fmt::format("{}: argument {} ('{}') overlaps argument {} ('{}'): an output must not share memory with "
+                        "another argument",
+                        f.name, o, out.name, j, other.name));
+    }
   }
   Stmt body = f.body;
   for (size_t ai = f.args.size(); ai-- > 0;) {

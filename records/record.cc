@@ -5,6 +5,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "json_limits.h"
+
 #ifndef LOOM_VERSION
 #define LOOM_VERSION "unknown"
 #endif
@@ -46,6 +48,11 @@ class Reader {
     return j.get<std::string>();
   }
   int64_t integer(const char* name) const { return as_integer(field(name), where(name)); }
+  int32_t int32(const char* name) const {
+    const json& j = field(name);
+    expect(j.is_number(), name, j, "an integer");
+    return detail::json_int<int32_t>(j, fmt::format("record field '{}'", where(name)));
+  }
   double number(const char* name) const { return as_number(field(name), where(name)); }
   const json& array(const char* name) const {
     const json& j = field(name);
@@ -55,10 +62,8 @@ class Reader {
   std::vector<int64_t> int_array(const char* name) const { return int_list(array(name), where(name)); }
 
   static int64_t as_integer(const json& j, const std::string& what) {
-    if (!j.is_number_integer()) fail("record field '{}' is a {}, expected an integer", what, type_name(j));
-    if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-      fail("record field '{}' is out of range for a 64-bit integer", what);
-    return j.get<int64_t>();
+    if (!j.is_number()) fail("record field '{}' is a {}, expected an integer", what, type_name(j));
+    return detail::json_int<int64_t>(j, fmt::format("record field '{}'", what));
   }
   static double as_number(const json& j, const std::string& what) {
     if (!j.is_number()) fail("record field '{}' is a {}, expected a number", what, type_name(j));
@@ -158,7 +163,7 @@ std::string Record::to_json() const {
 Record Record::from_json(const std::string& line) {
   json j;
   try {
-    j = json::parse(line);
+    j = detail::parse_json(line, "");
   } catch (const json::parse_error& e) {
     if (e.byte >= line.size()) fail("truncated JSON (input ends at column {})", line.size());
     fail("malformed JSON at column {}", e.byte);
@@ -167,11 +172,11 @@ Record Record::from_json(const std::string& line) {
   }
   if (!j.is_object()) fail("record is a JSON {}, expected an object", type_name(j));
   Reader top(j, "");
-  int64_t v = top.integer("v");
-  if (v != kSchemaVersion) throw SchemaVersionError(static_cast<int>(v));
+  int32_t v = top.int32("v");
+  if (v != kSchemaVersion) throw SchemaVersionError(v);
 
   Record r;
-  r.version = static_cast<int>(v);
+  r.version = v;
   Reader w = top.object("workload");
   r.workload.op = w.str("op");
   r.workload.shape = w.int_array("shape");
@@ -222,6 +227,9 @@ Record Record::from_json(const std::string& line) {
   if (code != static_cast<int>(r.result.error))
     fail("record field 'result.error_code' is {} but 'result.error' is \"{}\" (code {})", code, err,
          static_cast<int>(r.result.error));
+  if (r.result.error == ErrorCode::kNoError && r.result.costs.empty())
+    fail("record field 'result.costs' is empty but 'result.error' is \"no_error\" (a trial without an error has "
+         "at least one time)");
   r.result.error_msg = res.str("msg");
   r.result.all_cost = res.number("all_cost");
   r.result.timestamp = res.number("timestamp");

@@ -314,5 +314,19 @@ LOOM_GRAPH_API int32_t loom_graph_profile(const loom_graph_plan* plan, DLTensor*
                 plan->num_kernels);
     return LOOM_ERR_ARGUMENT;
   }
+  /* The times are written while kernels run: they must not share memory with any argument. */
+  if (!check_args(plan, args, num_args - 1)) return LOOM_ERR_ARGUMENT;
+  uint64_t nt = (uint64_t)plan->num_kernels * sizeof(double);
+  for (int32_t i = 0; i < plan->num_inputs + plan->num_outputs; ++i) {
+    int is_input = i < plan->num_inputs;
+    int32_t index = is_input ? i : i - plan->num_inputs;
+    const loom_graph_tensor* a = &plan->tensors[is_input ? plan->inputs[index] : plan->outputs[index]];
+    if (overlaps(t, nt, args[i], a->nbytes)) {
+      graph_error("%s: the kernel times (the last argument) overlap %s %d ('%s'): they must not share memory with "
+                  "the inputs or outputs",
+                  plan->name, is_input ? "input" : "output", index, a->name);
+      return LOOM_ERR_ARGUMENT;
+    }
+  }
   return run_plan(plan, args, num_args - 1, (double*)t->data);
 }

@@ -9,10 +9,9 @@
 
 #include "loom/codegen/check_target.h"
 #include "loom/loom.h"
-#include "loom/records/record_check.h"
 #include "loom/runtime/cuda.h"
-#include "loom/tuner/measure.h"
 #include "loom/runtime/suggest.h"
+#include "loom/tuner/measure.h"
 #include "loom/tuner/build_best.h"
 
 namespace loom::cli {
@@ -322,25 +321,7 @@ std::string format_seconds(double s) {
   return fmt::format("{}h{:02d}m", int(s) / 3600, (int(s) % 3600) / 60);
 }
 
-void check_config_indices() {
-  // Space sizes by workload key and target; -1 where no task can be made to judge by.
-  auto sizes = std::make_shared<std::map<std::string, int64_t>>();
-  records::set_record_check([sizes](const records::Record& r) -> std::string {
-    std::string key = r.workload.key() + " @ " + r.target;
-    auto it = sizes->find(key);
-    if (it == sizes->end()) {
-      int64_t n = -1;
-      try {
-        n = tuner::Task::create(r.workload, Target(r.target)).space().size();
-      } catch (const Error&) {
-      }
-      it = sizes->emplace(key, n).first;
-    }
-    if (it->second < 0 || (r.config.index >= 0 && r.config.index < it->second)) return "";
-    return fmt::format("config index {} is outside the config space of {} on {} ({} configs)", r.config.index,
-                       r.workload.key(), r.target, it->second);
-  });
-}
+void check_config_indices() { tuner::install_record_check(); }
 
 namespace {
 [[noreturn]] void no_gpu(const std::string& why) {

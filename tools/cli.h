@@ -105,7 +105,7 @@ std::string unknown_op_message(const std::string& op);
 std::vector<Option> workload_options(bool with_target = true);
 /// "1024,1024,1024" → {1024, 1024, 1024}; UsageError naming `option` when malformed.
 /// Makes every tuning log read by this process skip (and report, naming the line) records
-/// whose config index lies outside their template's config space.
+/// that name no config of their template's config space (tuner::install_record_check).
 void check_config_indices();
 std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text);
 /// The workload the options name, checked by its template for `target_kind` (UsageError

@@ -18,9 +18,7 @@ int run(const Args& a) {
   const std::vector<std::string> logs = a.all("--log");
   for (const std::string& f : logs) require_file("--log", f);
   const std::string name = a.str("--name", task.workload().op);
-  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') ||
-      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string::npos)
-    a.usage_error("--name: '{}' is not a C identifier", name);
+  if (std::string why = codegen::export_name_problem(name); !why.empty()) a.usage_error("--name: {}", why);
 
   records::ApplyHistoryBest best;
   for (const std::string& f : logs) {
@@ -75,7 +73,8 @@ Command build_command() {
   std::vector<Option> more = {
       {"--log", "FILE", "tuning log(s) to take the best record from", true},
       {"--output", "LIB.so", "the library to write (required); the header goes next to it", false, "-o"},
-      {"--name", "NAME", "the exported function's name (default: the operator's)"},
+      {"--name", "NAME", "the exported function's name (default: the operator's): a C identifier, not loom_*, __* "
+                         "or a C library function"},
       {"--check-bounds", "", "check every tensor access and integer division at run time (slower; a failed check "
                              "returns an error naming the tensor)"},
       {"--require-tuned", "", "fail (exit 1, nothing written) when the logs have no record for the workload, "

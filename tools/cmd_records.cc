@@ -134,7 +134,9 @@ Command records_command() {
   c.synopsis = "inspect and combine tuning logs: summary, best, merge, distill, plot, portable";
   c.usage = "<summary|best|merge|distill|plot|portable> FILE... [options]";
   c.description =
-      "Tuning logs are JSON lines, one trial a line; malformed lines are reported and skipped.\n"
+      "Tuning logs are JSON lines, one trial a line. Malformed lines (a trial without an error has at\n"
+      "least one time) and records that name no config of their template's space are reported, as\n"
+      "FILE:LINE: skipped: why, and skipped, by these commands and by build, show, compile and tune.\n"
       "A config measured more than once (`loom tune --confirm`) ranks by the median of its records\n"
       "(the slower middle one for an even count; an error counts as infinitely slow).\n"
       "Run `loom records CMD --help` for one command's options.";

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "../records/json_limits.h"
 #include "cli.h"
 #include "loom/loom.h"
 #include "loom/runtime/npy.h"
@@ -35,7 +36,7 @@ std::vector<TensorInfo> tensors_of(const json& list, const std::string& path) {
       out.push_back({t.at("name").get<std::string>(), DataType::parse(t.at("dtype").get<std::string>()),
                      t.at("shape").get<std::vector<int64_t>>()});
     } catch (const json::exception& e) {
-      fail("{}: loom_module_info has a malformed tensor entry {}: {}", path, t.dump(), e.what());
+      fail("{}: loom_module_info has a malformed tensor entry {}: {}", path, records::detail::short_json(t), e.what());
     }
   }
   return out;
@@ -90,7 +91,7 @@ int run(const Args& a) {
   runtime::Module m = runtime::Module::load(path);
   json info;
   try {
-    info = json::parse(m.info_json());
+    info = records::detail::parse_json(m.info_json(), path + ": loom_module_info");
   } catch (const json::exception& e) {
     fail("{}: loom_module_info is not JSON: {}", path, e.what());
   }

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "../llvm/export_library.h"
+#include "loom/codegen/build.h"
 #include "loom/runtime/cuda.h"
 #include "loom/runtime/error.h"
 #include "loom_cuda_runtime_source.h"
@@ -184,6 +185,8 @@ void export_cuda_library(const std::string& ptx, const std::vector<CudaFunctionP
                                                    "loom_module_function_names", "loom_set_last_error",
                                                    "loom_cuda_run", "loom_parallel_launch", "loom_workspace_alloc",
                                                    "loom_workspace_free", "main"};
+    std::string why = export_name_problem(f.name);
+    LOOM_CHECK(why.empty(), "export_library('{}'): the function name {}", path, why);
     LOOM_CHECK(is_c_identifier(f.name) && !reserved.count(f.name) && f.name.rfind("loom_cu_", 0) != 0 && f.name.rfind("loom_t_", 0) != 0 &&
                    f.name.rfind("__", 0) != 0 && f.name.rfind("g_", 0) != 0,
                "export_library('{}'): function name '{}' is not usable as a C symbol", path, f.name);

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "jit_module.h"
+#include "loom/codegen/build.h"
 #include "loom/runtime/error.h"
 #include "optimize.h"
 #include "target_machine.h"
@@ -247,6 +248,10 @@ std::string c_header(const LLVMModuleNode& node, const std::string& library_file
 }
 
 void export_library(const LLVMModuleNode& node, const std::string& path, const std::vector<DeviceBlob>& blobs) {
+  for (const auto& f : node.functions()) {
+    std::string why = export_name_problem(f.name);
+    LOOM_CHECK(why.empty(), "export_library('{}'): the function name {}", path, why);
+  }
   check_library_path(path);
   fs::path out(path);
   bool calls_libmvec = false;

@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
       default: break;
     }
     if (defect == kAliasedTensor) {
-      /* Writing the output over an input is allowed (elementwise): it must succeed. */
+      /* The output on an input: refused (the compiled code takes its arguments not to alias). */
       args[2] = &t[0];
     }
     printf("case %d: %s of argument %d via %s entry\n", c, kNames[defect], victim, use_typed ? "typed" : "packed");
@@ -129,20 +129,18 @@ int main(int argc, char** argv) {
                      : use_typed          ? typed(args[0], args[1], args[2])
                                           : packed(args, num);
     const char* msg = err();
-    const int valid = defect == kValid || defect == kGoodStrides || defect == kAliasedTensor ||
-                      (defect == kWrongCount && num == 3);
+    const int valid = defect == kValid || defect == kGoodStrides || (defect == kWrongCount && num == 3);
     if (valid) {
       if (status != 0) {
         printf("  a valid call failed with status %d: %s\n", (int)status, msg);
         return 1;
       }
-      if (defect != kAliasedTensor)  /* aliased: C is A, overwritten in place; the status is what counts */
-        for (size_t k = 0; k < n; ++k)
-          if (buf[2][k] != buf[0][k] + buf[1][k]) {
-            printf("  wrong result at %zu: %g + %g gave %g\n", k, buf[0][k], buf[1][k], buf[2][k]);
-            return 1;
-          }
-    } else if (status >= 0 || !msg || !msg[0]) {
+      for (size_t k = 0; k < n; ++k)
+        if (buf[2][k] != buf[0][k] + buf[1][k]) {
+          printf("  wrong result at %zu: %g + %g gave %g\n", k, buf[0][k], buf[1][k], buf[2][k]);
+          return 1;
+        }
+    } else if (status >= 0 || !msg || !msg[0] || (defect == kAliasedTensor && !strstr(msg, "overlaps argument"))) {
       printf("  a defective call returned %d with error '%s'\n", (int)status, msg ? msg : "(null)");
       return 1;
     } else {

@@ -13,7 +13,8 @@ using RecordCheck = std::function<std::string(const Record& record)>;
 
 /// Installs `check` (an empty function removes it). read_log skips and reports the records
 /// it rejects as it does malformed lines, naming the file and line. Not thread-safe against
-/// concurrent readers: set it once, at start-up (the `loom` CLI checks config indices).
+/// concurrent readers: set it once, at start-up. tuner::install_record_check (build_best.h)
+/// installs the check the `loom` CLI uses: a record must name a config of its template's space.
 void set_record_check(RecordCheck check);
 
 }  // namespace loom::records

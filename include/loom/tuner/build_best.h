@@ -14,6 +14,18 @@ namespace loom::tuner {
 /// the template's knobs changed).
 ConfigEntity record_config(const Task& task, const records::Record& record);
 
+/// Why `record` (of `task`'s workload) cannot stand for a config of `task`: its config index
+/// lies outside the space, its knob values do not fit the space, or they are another config than
+/// its index names; "" when it is a config of the space.
+std::string record_problem(const Task& task, const records::Record& record);
+
+/// Installs (records::set_record_check) record_problem as the check every tuning-log reader of
+/// this process applies: read_log, and so ApplyHistoryBest, `loom records`, build, show, compile,
+/// tune --resume and tune-model, skips such a record with a warning naming the file, the line
+/// and why. Records no template's task can be made for (fused kernels, unknown ops or targets)
+/// are kept. The `loom` CLI installs it at start-up.
+void install_record_check();
+
 /// The best record of `task` in `best`: for its workload on its target or, when there is
 /// none, for the same workload under another name of its template (an alias such as
 /// "matmul_cuda" that older logs carry, or the template's name for a task created under an
