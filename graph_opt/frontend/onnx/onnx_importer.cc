@@ -13,16 +13,13 @@
 
 #include "loom/graph_opt/passes.h"
 #include "loom/graph_opt/reference.h"
+#include "loom/runtime/shape.h"
 
 namespace loom::graph_opt::onnx_frontend {
 
 std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
 
-int64_t product(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
+int64_t product(const std::vector<int64_t>& s) { return runtime::checked_element_count(s, "onnx: element count"); }
 
 int64_t normalize_axis(const Importer& im, int64_t axis, size_t rank, const std::string& what) {
   const int64_t r = int64_t(rank);
@@ -229,6 +226,8 @@ Value Importer::op(const std::string& op, const std::vector<Value>& inputs, cons
     std::vector<TensorType> types;
     for (Value v : inputs) types.push_back(type(v));
     n.outputs = te::ops::infer_type(op, types, n.attrs);
+    // Too big to compute at import: a run-time operator (fold_constants will not fold it either).
+    if (!fold_budget_.admit(n, types, name)) return builder_.op(op, inputs, attrs, name);
     std::vector<runtime::NDArray> out = evaluate_node(n, args, name);
     LOOM_ICHECK(out.size() == 1);
     Value c = builder_.constant(name, out[0]);
@@ -257,6 +256,11 @@ std::optional<Value> Importer::reshape_source(Value v) const {
 
 Value Importer::broadcast_to(Value v, const std::vector<int64_t>& shape) {
   if (type(v).shape == shape) return v;
+  const int64_t bytes = runtime::checked_byte_count(shape, type(v).dtype, where());
+  if (bytes > kMaxBroadcastBytes)
+    unsupported(fmt::format("broadcasting {} to {} needs a constant of {} bytes (loom materializes the broadcast; "
+                            "at most {} bytes)",
+                            to_string(type(v)), shape_str(shape), bytes, kMaxBroadcastBytes));
   runtime::NDArray zeros = runtime::NDArray::empty(shape, type(v).dtype);
   std::memset(zeros.raw_data(), 0, zeros.nbytes());
   return op("add", {v, constant(zeros, "broadcast")});
@@ -303,8 +307,7 @@ void Importer::add_graph_inputs() {
         t.shape.push_back(dim.dim_value());
       }
     }
-    for (int64_t d : t.shape) LOOM_CHECK(d >= 0, "{}: negative dim in {}", what, shape_str(t.shape));
-    if (product(t.shape) == 0) {
+    if (runtime::checked_element_count(t.shape, what) == 0) {
       // No data to pass: left out of the signature; a node that reads it says so (an empty
       // axes input read with const_input asks for it to be bound).
       empty_inputs_.insert(in.name());
@@ -382,6 +385,9 @@ void Importer::convert(int index) {
   node_index_ = index;
   attrs_read_.clear();
   hint_counter_ = 0;
+  std::set<std::string> names;
+  for (const auto& a : node_->attribute())
+    if (!names.insert(a.name()).second) invalid(fmt::format("attribute '{}' is given more than once", a.name()));
   const std::string& domain = node_->domain();
   if (!domain.empty() && domain != "ai.onnx") unsupported(fmt::format("operators of domain '{}' are not supported", domain));
   auto it = converters().find(node_->op_type());
@@ -428,14 +434,28 @@ void Importer::set_graph_outputs() {
 }
 
 Graph Importer::run() {
-  for (const auto& o : model_.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = int(o.version());
+  for (const auto& o : model_.opset_import()) {
+    if (!o.domain().empty() && o.domain() != "ai.onnx") continue;
+    if (opset_ != 0 && o.version() != opset_)
+      fail("onnx: {}: the model imports the default-domain opset twice (versions {} and {})", source_, opset_,
+           o.version());
+    LOOM_CHECK(o.version() > 0 && o.version() <= INT32_MAX, "onnx: {}: default-domain opset version {} is not valid",
+               source_, o.version());
+    opset_ = int(o.version());
+  }
   if (opset_ == 0) throw OnnxUnsupported(fmt::format("onnx: {}: the model imports no default-domain opset", source_));
   if (opset_ < 13)
     throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is older than 13, the oldest loom imports "
                                       "(convert it with onnx.version_converter)",
                                       source_, opset_));
+  if (opset_ > kNewestOnnxOpset)
+    throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is newer than {}, the newest loom imports (operators may "
+                                      "have changed meaning since)",
+                                      source_, opset_, kNewestOnnxOpset));
   add_graph_inputs();
+  int64_t constant_bytes = 0;
+  for (const auto& [node, a] : constants_) constant_bytes += int64_t(a.nbytes());
+  fold_budget_ = FoldBudget(FoldLimits{}, constant_bytes);
   for (int i : node_order()) convert(i);
   set_graph_outputs();
   try {

@@ -16,6 +16,7 @@
 
 #include "loom/graph_opt/builder.h"
 #include "loom/graph_opt/onnx.h"
+#include "loom/graph_opt/passes.h"
 
 namespace loom::graph_opt::onnx_frontend {
 
@@ -128,7 +129,11 @@ class Importer {
   int node_index_ = -1;
   std::set<std::string> attrs_read_;
   int hint_counter_ = 0;
+  FoldBudget fold_budget_;
 };
+
+/// The largest constant broadcast_to makes (the zeros it adds to broadcast).
+inline constexpr int64_t kMaxBroadcastBytes = int64_t(256) << 20;
 
 /// Converts the current node of the importer.
 using Converter = std::function<void(Importer&)>;
