@@ -129,6 +129,24 @@ TEST(MalformedOnnx, TheWellFormedConvImports) {
   EXPECT_EQ(import_error(conv_model({attr_ints("pads", {1, 1, 1, 1})}).bytes()), "");
 }
 
+TEST(MalformedOnnx, ModelFilesMustBeRegularFiles) {
+  REQUIRE_FRONTEND();
+  for (auto read : {+[](const std::string& p) { import_onnx(p); }, +[](const std::string& p) { read_onnx_tensor(p); }}) {
+    try {
+      read("/dev/zero");  // read to its end, it would never end
+      ADD_FAILURE() << "/dev/zero was read";
+    } catch (const Error& e) {
+      EXPECT_HAS(std::string(e.what()), "onnx: /dev/zero is not a regular file");
+    }
+    try {
+      read("/nonexistent/m.onnx");
+      ADD_FAILURE() << "a missing file was read";
+    } catch (const Error& e) {
+      EXPECT_HAS(std::string(e.what()), "cannot open /nonexistent/m.onnx: no such file");
+    }
+  }
+}
+
 TEST(MalformedOnnx, AnAttributeGivenTwiceIsAnError) {
   REQUIRE_FRONTEND();
   std::string e = import_error(conv_model({attr_ints("pads", {1, 1, 1, 1}), attr_ints("pads", {0, 0, 0, 0})}).bytes());

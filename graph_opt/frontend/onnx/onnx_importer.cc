@@ -17,6 +17,24 @@
 
 namespace loom::graph_opt::onnx_frontend {
 
+std::string read_model_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  LOOM_CHECK(fs::exists(st), "onnx: cannot open {}: no such file", path);
+  LOOM_CHECK(!fs::is_directory(st), "onnx: {} is a directory, not a model file", path);
+  LOOM_CHECK(fs::is_regular_file(st), "onnx: {} is not a regular file (a device, socket or pipe)", path);
+  const uint64_t size = fs::file_size(path, ec);
+  LOOM_CHECK(!ec, "onnx: cannot read the size of {}: {}", path, ec.message());
+  LOOM_CHECK(size < uint64_t(INT32_MAX), "onnx: {}: {} bytes is past protobuf's 2 GiB limit", path, size);
+  std::ifstream in(path, std::ios::binary);
+  LOOM_CHECK(in.good(), "onnx: cannot open {}", path);
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), std::streamsize(size));
+  LOOM_CHECK(uint64_t(in.gcount()) == size, "onnx: reading {} failed after {} of {} bytes", path, in.gcount(), size);
+  return bytes;
+}
+
 std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
 
 int64_t product(const std::vector<int64_t>& s) { return runtime::checked_element_count(s, "onnx: element count"); }
@@ -481,10 +499,7 @@ Graph import_onnx_bytes(std::string_view bytes, const std::string& source, const
 }
 
 Graph import_onnx(const std::string& path, const OnnxImportOptions& opt) {
-  LOOM_CHECK(!std::filesystem::is_directory(path), "onnx: {} is a directory, not a model file", path);
-  std::ifstream in(path, std::ios::binary);
-  LOOM_CHECK(in.good(), "onnx: cannot open {}", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes = onnx_frontend::read_model_file(path);
   std::string dir = std::filesystem::path(path).parent_path().string();
   return import_onnx_bytes(bytes, path, opt, dir.empty() ? "." : dir);
 }

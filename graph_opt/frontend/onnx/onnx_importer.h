@@ -145,6 +145,9 @@ void add_nn_converters(std::map<std::string, Converter>& out);
 void add_elementwise_converters(std::map<std::string, Converter>& out);
 void add_transform_converters(std::map<std::string, Converter>& out);
 
+/// The bytes of the model or tensor file at `path`: a regular file under protobuf's 2 GiB
+/// limit, else loom::Error saying what it is.
+std::string read_model_file(const std::string& path);
 /// "[1,3,224,224]".
 std::string shape_str(const std::vector<int64_t>& s);
 /// Product of the dims.

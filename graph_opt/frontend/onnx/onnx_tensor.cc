@@ -187,12 +187,11 @@ runtime::NDArray tensor_to_array(const TP& t, const std::string& base_dir, const
 namespace loom::graph_opt {
 
 runtime::NDArray read_onnx_tensor(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  LOOM_CHECK(in.good(), "onnx: cannot open {}", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes = onnx_frontend::read_model_file(path);
   onnx::TensorProto t;
   LOOM_CHECK(t.ParseFromString(bytes), "onnx: {} is not a serialized TensorProto", path);
-  return onnx_frontend::tensor_to_array(t, std::filesystem::path(path).parent_path().string(), "onnx: " + path);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return onnx_frontend::tensor_to_array(t, dir.empty() ? "." : dir, "onnx: " + path);
 }
 
 
