@@ -79,8 +79,10 @@ ExternalRange external_range(const TP& t, const std::string& base_dir, int64_t n
   LOOM_CHECK(fs::exists(st), "{}: external data file {} does not exist", what, path.string());
   LOOM_CHECK(fs::is_regular_file(st), "{}: external data location {} is not a regular file ({})", what, path.string(),
              fs::is_directory(st) ? "a directory" : "a device, socket or pipe");
-  fs::path real = fs::canonical(path, ec), folder = fs::canonical(base_dir, ec);
+  fs::path real = fs::canonical(path, ec);
   LOOM_CHECK(!ec, "{}: cannot resolve external data file {}: {}", what, path.string(), ec.message());
+  fs::path folder = fs::canonical(base_dir, ec);
+  LOOM_CHECK(!ec, "{}: cannot resolve the model's folder {}: {}", what, base_dir, ec.message());
   auto [f, r] = std::mismatch(folder.begin(), folder.end(), real.begin(), real.end());
   LOOM_CHECK(f == folder.end(), "{}: external data location '{}' resolves to {}, outside the model's folder {}", what,
              location, real.string(), folder.string());
