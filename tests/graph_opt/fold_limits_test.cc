@@ -6,8 +6,10 @@
 
 #include <chrono>
 
+#include "common/cli_test_util.h"
 #include "loom/graph_opt/builder.h"
 #include "loom/graph_opt/passes.h"
+#include "loom/graph_opt/serialize.h"
 
 namespace loom::graph_opt {
 namespace {
@@ -131,6 +133,23 @@ TEST(FoldLimits, TheBudgetSaysWhy) {
   ASSERT_NE(pad, nullptr);
   EXPECT_FALSE(budget.admit(*pad, {g.type(pad->inputs[0])}, "pad"));
   EXPECT_NE(budget.reason().find("over the fold limit of 67108864 bytes"), std::string::npos) << budget.reason();
+}
+
+// `loom compile` of the pad model as a JSON file, with 2 GiB of address space: it compiles
+// (the 4 GiB pad runs at run time) in bounded time and memory.
+class FoldLimitsCompile : public test::CliTest {};
+
+TEST_F(FoldLimitsCompile, AJsonPadModelCompilesInBoundedMemory) {
+  save_graph(pad_graph(int64_t(1) << 29), path("pad.json"));
+  const std::string cmd = "ulimit -v 2097152; timeout 120 " + test::kLoom + " compile " + path("pad.json") + " -o " +
+                          path("pad.so") + " >" + path("out.txt") + " 2>&1";
+  auto t0 = std::chrono::steady_clock::now();
+  int status = std::system(cmd.c_str());
+  const std::string out = test::slurp(path("out.txt"));
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_LT(seconds_since(t0), 120.0);
+  EXPECT_TRUE(std::filesystem::exists(path("pad.so"))) << out;
 }
 
 }  // namespace
