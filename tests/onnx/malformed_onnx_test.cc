@@ -91,6 +91,7 @@ Pb node(const std::string& op, const std::vector<std::string>& ins, const std::v
 struct Model {
   std::vector<Pb> nodes, inits, inputs, outputs;
   int64_t opset = 17;
+  std::vector<int64_t> more_opsets;  // further default-domain entries
   std::string bytes() const {
     Pb g;
     for (const Pb& n : nodes) g.m(1, n);
@@ -100,6 +101,7 @@ struct Model {
     for (const Pb& v : outputs) g.m(12, v);
     Pb model;
     model.i(1, 8).m(7, g).m(8, Pb().s(1, "").i(2, opset));
+    for (int64_t v : more_opsets) model.m(8, Pb().s(1, "ai.onnx").i(2, v));
     return model.b;
   }
 };
@@ -173,6 +175,11 @@ TEST(MalformedOnnx, AnOpsetNewerThanLoomKnowsIsRefused) {
   }
   m.opset = kNewestOnnxOpset;
   EXPECT_EQ(import_error(m.bytes()), "");
+  m.more_opsets = {kNewestOnnxOpset};  // the same twice is harmless
+  EXPECT_EQ(import_error(m.bytes()), "");
+  m.more_opsets = {13};
+  EXPECT_HAS(import_error(m.bytes()), fmt::format("imports the default-domain opset twice (versions {} and 13)",
+                                                  kNewestOnnxOpset));
 }
 
 TEST(MalformedOnnx, InitializerDimsAreCheckedAgainstItsDataBeforeAllocating) {
