@@ -8,6 +8,7 @@
 
 #include "common/cli_test_util.h"
 #include "loom/graph_opt/builder.h"
+#include "loom/graph_opt/compile.h"
 #include "loom/graph_opt/passes.h"
 #include "loom/graph_opt/serialize.h"
 
@@ -150,6 +151,26 @@ TEST_F(FoldLimitsCompile, AJsonPadModelCompilesInBoundedMemory) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
   EXPECT_LT(seconds_since(t0), 120.0);
   EXPECT_TRUE(std::filesystem::exists(path("pad.so"))) << out;
+}
+
+// A graph needing more memory at run time than this machine has is refused by the compiler,
+// before anything is lowered: 200 outputs of 2^31-1 float64 each (3.2 TiB).
+TEST(FoldLimits, AGraphLargerThanMemoryIsRefusedAtCompileTime) {
+  GraphBuilder b("huge");
+  Value x = b.input("x", {{1}, DataType::Float(64), ""});
+  const int64_t p = (int64_t(1) << 30) - 1;
+  for (int k = 0; k < 200; ++k) b.output(b.op("pad", {x}, {{"pads", std::vector<int64_t>{p, p}}, {"pad_value", double(k)}}));
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    lower_graph(b.build(), Target("llvm"));
+    FAIL() << "compiled";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("compile: graph 'huge' needs 3200.0 GiB to run"), std::string::npos) << m;
+    EXPECT_NE(m.find("more than this machine's"), std::string::npos) << m;
+    EXPECT_NE(m.find("is 16.0 GiB"), std::string::npos) << m;
+  }
+  EXPECT_LT(seconds_since(t0), 60.0);
 }
 
 }  // namespace
