@@ -250,8 +250,8 @@ void check_elf_file(const std::string& path) {
              "{}: its byte order is not this machine's", not_lib);
   LOOM_CHECK(got == sizeof eh, "{}: truncated in the ELF header ({} bytes, the header is {})", not_lib, size,
              sizeof eh);
-  LOOM_CHECK(kHostMachine == 0 || eh.e_machine == kHostMachine, "{}: built for {}, this is {}", not_lib, machine_name(eh.e_machine),
-             machine_name(kHostMachine));
+  LOOM_CHECK(kHostMachine == 0 || eh.e_machine == kHostMachine, "{}: built for {}, this is {}", not_lib,
+             machine_name(eh.e_machine), machine_name(kHostMachine));
   LOOM_CHECK(eh.e_type == ET_DYN, "{}: ELF type {} ({}), not a shared object", not_lib, eh.e_type,
              eh.e_type == ET_EXEC ? "an executable" : eh.e_type == ET_REL ? "an object file" : "other");
   LOOM_CHECK(eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0,
@@ -273,8 +273,8 @@ void check_elf_file(const std::string& path) {
     LOOM_CHECK(p.p_offset <= size && p.p_filesz <= size - p.p_offset,
                "{} before the end of its {} segment {} (bytes {} to {})", truncated,
                p.p_type == PT_LOAD ? "loadable" : "dynamic", i, p.p_offset, p.p_offset + p.p_filesz);
-    LOOM_CHECK(p.p_filesz <= p.p_memsz || p.p_type != PT_LOAD, "{}: segment {} has more file bytes ({}) than memory ({})",
-               not_lib, i, p.p_filesz, p.p_memsz);
+    LOOM_CHECK(p.p_filesz <= p.p_memsz || p.p_type != PT_LOAD,
+               "{}: segment {} has more file bytes ({}) than memory ({})", not_lib, i, p.p_filesz, p.p_memsz);
   }
   LOOM_CHECK(loads > 0, "{}: it has no loadable segment", not_lib);
   if (eh.e_shoff != 0 && eh.e_shnum != 0) {

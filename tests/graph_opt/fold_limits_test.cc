@@ -159,7 +159,8 @@ TEST(FoldLimits, AGraphLargerThanMemoryIsRefusedAtCompileTime) {
   GraphBuilder b("huge");
   Value x = b.input("x", {{1}, DataType::Float(64), ""});
   const int64_t p = (int64_t(1) << 30) - 1;
-  for (int k = 0; k < 200; ++k) b.output(b.op("pad", {x}, {{"pads", std::vector<int64_t>{p, p}}, {"pad_value", double(k)}}));
+  for (int k = 0; k < 200; ++k)
+    b.output(b.op("pad", {x}, {{"pads", std::vector<int64_t>{p, p}}, {"pad_value", double(k)}}));
   auto t0 = std::chrono::steady_clock::now();
   try {
     lower_graph(b.build(), Target("llvm"));

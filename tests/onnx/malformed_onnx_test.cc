@@ -133,7 +133,8 @@ TEST(MalformedOnnx, TheWellFormedConvImports) {
 
 TEST(MalformedOnnx, ModelFilesMustBeRegularFiles) {
   REQUIRE_FRONTEND();
-  for (auto read : {+[](const std::string& p) { import_onnx(p); }, +[](const std::string& p) { read_onnx_tensor(p); }}) {
+  for (auto read :
+       {+[](const std::string& p) { import_onnx(p); }, +[](const std::string& p) { read_onnx_tensor(p); }}) {
     try {
       read("/dev/zero");  // read to its end, it would never end
       ADD_FAILURE() << "/dev/zero was read";
@@ -171,15 +172,16 @@ TEST(MalformedOnnx, AnOpsetNewerThanLoomKnowsIsRefused) {
     import_onnx_bytes(m.bytes(), "m.onnx");
     FAIL() << "opset 999 was imported";
   } catch (const OnnxUnsupported& e) {
-    EXPECT_HAS(std::string(e.what()), fmt::format("opset 999 is newer than {}, the newest loom imports", kNewestOnnxOpset));
+    EXPECT_HAS(std::string(e.what()),
+               fmt::format("opset 999 is newer than {}, the newest loom imports", kNewestOnnxOpset));
   }
   m.opset = kNewestOnnxOpset;
   EXPECT_EQ(import_error(m.bytes()), "");
   m.more_opsets = {kNewestOnnxOpset};  // the same twice is harmless
   EXPECT_EQ(import_error(m.bytes()), "");
   m.more_opsets = {13};
-  EXPECT_HAS(import_error(m.bytes()), fmt::format("imports the default-domain opset twice (versions {} and 13)",
-                                                  kNewestOnnxOpset));
+  EXPECT_HAS(import_error(m.bytes()),
+             fmt::format("imports the default-domain opset twice (versions {} and 13)", kNewestOnnxOpset));
 }
 
 TEST(MalformedOnnx, InitializerDimsAreCheckedAgainstItsDataBeforeAllocating) {
@@ -361,8 +363,8 @@ class FoldLimitsCli : public test::CliTest {
   test::Result run_limited(const std::string& args) {
     test::Result r;
     fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    std::string cmd = "ulimit -v 2097152; timeout 120 " + test::kLoom + " " + args + " >" + out.string() + " 2>" +
-                      err.string();
+    std::string cmd =
+        "ulimit -v 2097152; timeout 120 " + test::kLoom + " " + args + " >" + out.string() + " 2>" + err.string();
     int status = std::system(cmd.c_str());
     r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     r.out = test::slurp(out);
@@ -377,7 +379,10 @@ TEST_F(FoldLimitsCli, PadAndConcatChainsImportAndCompileInBoundedMemory) {
     std::string name;
     std::string bytes;
   };
-  for (const Case& c : {Case{"pad.onnx", pad_model(int64_t(1) << 30).bytes()}, Case{"cat.onnx", concat_chain(30).bytes()}}) {
+  // Pads by 2^29 (4 GiB, compiled for run time) and 2^30 (2^31+1 elements: refused), 30 doublings.
+  for (const Case& c : {Case{"pad29.onnx", pad_model(int64_t(1) << 29).bytes()},
+                        Case{"pad30.onnx", pad_model(int64_t(1) << 30).bytes()},
+                        Case{"cat.onnx", concat_chain(30).bytes()}}) {
     std::ofstream(path(c.name), std::ios::binary) << c.bytes;
     EXPECT_LT(c.bytes.size(), 6000u);
     auto t0 = std::chrono::steady_clock::now();

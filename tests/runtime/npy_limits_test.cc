@@ -42,8 +42,9 @@ fs::path npy_file(const std::string& name, std::string header, size_t data_bytes
 }
 
 TEST(NpyLimits, DevicesAndDirectoriesAreNotRegularFiles) {
-  EXPECT_NE(error_of("/dev/zero").find("load_npy: cannot open '/dev/zero': not a regular file (a device, socket or pipe)"),
-            std::string::npos)
+  EXPECT_NE(
+      error_of("/dev/zero").find("load_npy: cannot open '/dev/zero': not a regular file (a device, socket or pipe)"),
+      std::string::npos)
       << error_of("/dev/zero");
   EXPECT_NE(error_of(work_dir()).find("not a regular file (a directory)"), std::string::npos) << error_of(work_dir());
   EXPECT_NE(error_of(work_dir() / "missing.npy").find("no such file"), std::string::npos);
@@ -75,9 +76,10 @@ TEST(NpyLimits, LoomRunSaysWhyAnInputCannotBeRead) {
   struct Case {
     std::string input, want;
   };
-  for (const Case& c : {Case{"/dev/zero", "--input: cannot read '/dev/zero': not a regular file (a device, socket or pipe)"},
-                        Case{work_dir().string(), "it is a directory"},
-                        Case{(work_dir() / "missing.npy").string(), "(no such file)"}}) {
+  for (const Case& c :
+       {Case{"/dev/zero", "--input: cannot read '/dev/zero': not a regular file (a device, socket or pipe)"},
+        Case{work_dir().string(), "it is a directory"},
+        Case{(work_dir() / "missing.npy").string(), "(no such file)"}}) {
     std::string out;
     int rc = test::run({test::kLoom, "run", model.string(), "--input", c.input}, test::host_env(), &out, 60);
     EXPECT_EQ(rc, 2) << out;

@@ -26,7 +26,8 @@ const fs::path& work_dir() { return test::scratch_dir("loom-truncated-so-test");
 const fs::path& exported_library() {
   static const fs::path path = [] {
     te::Tensor A = te::placeholder({64}, DataType::Float(32), "A");
-    te::Tensor B = te::compute({64}, [&](te::Var i) { return A(i) + te::Expr(1.0f); }, "B");
+    te::Tensor B = te::compute(
+        {64}, [&](te::Var i) { return A(i) + te::Expr(1.0f); }, "B");
     Schedule s = create_schedule({B});
     fs::path p = work_dir() / "add_one.so";
     codegen::build(s, {A, B}, Target("llvm"), "add_one").export_library(p.string());
@@ -74,7 +75,8 @@ class TruncatedSo : public ::testing::Test {
 
 TEST_F(TruncatedSo, TheWholeLibraryLoads) {
   Module m = Module::load(exported_library().string());
-  runtime::NDArray a = runtime::NDArray::empty({64}, DataType::Float(32)), b = runtime::NDArray::empty({64}, DataType::Float(32));
+  runtime::NDArray a = runtime::NDArray::empty({64}, DataType::Float(32)),
+                   b = runtime::NDArray::empty({64}, DataType::Float(32));
   for (int i = 0; i < 64; ++i) a.set(i, i);
   m.get_function("add_one").call({a.dltensor(), b.dltensor()});
   EXPECT_EQ(b.get(63), 64.0);
@@ -171,9 +173,9 @@ TEST_F(TruncatedSo, LoomRunExitsOne) {
       break;
     }
   ASSERT_NE(first, nullptr);
-  for (const fs::path& p : {cut("run_header.so", 30), cut("run_phdrs.so", eh_.e_phoff + 10),
-                            cut("run_segment.so", first->p_offset + first->p_filesz / 2),
-                            write("run_text.so", "text\n")}) {
+  for (const fs::path& p :
+       {cut("run_header.so", 30), cut("run_phdrs.so", eh_.e_phoff + 10),
+        cut("run_segment.so", first->p_offset + first->p_filesz / 2), write("run_text.so", "text\n")}) {
     std::string out;
     int rc = test::run({test::kLoom, "run", p.string()}, test::host_env(), &out, 60);
     EXPECT_EQ(rc, 1) << p << ":\n" << out;

@@ -62,7 +62,8 @@ Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int
 std::vector<int64_t> spatial_input(Importer& im, const char* what) {
   std::vector<int64_t> s = im.input_shape(0);
   if (s.size() < 3 || s.size() > 5)
-    im.invalid(fmt::format("input X {} has rank {}; expected 3-D, 4-D or 5-D (N, C, spatial…)", shape_str(s), s.size()));
+    im.invalid(
+        fmt::format("input X {} has rank {}; expected 3-D, 4-D or 5-D (N, C, spatial…)", shape_str(s), s.size()));
   if (s.size() != 4)
     im.unsupported(fmt::format("{}-D {} (input {}); loom's is 2-D, on NCHW input", s.size() - 2, what, shape_str(s)));
   return s;

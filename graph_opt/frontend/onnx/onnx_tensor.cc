@@ -163,7 +163,8 @@ runtime::NDArray tensor_to_array(const TP& t, const std::string& base_dir, const
     std::memcpy(a.raw_data(), raw.data(), size_t(nbytes));
     return a;
   }
-  LOOM_CHECK(typed_count(t) == n, "{}: holds {} values but its dims {} say {}", what, typed_count(t), shape_str(shape), n);
+  LOOM_CHECK(typed_count(t) == n, "{}: holds {} values but its dims {} say {}", what, typed_count(t), shape_str(shape),
+             n);
   runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
   switch (t.data_type()) {
     case TP::FLOAT: fill_from(a, t.float_data(), n); break;
