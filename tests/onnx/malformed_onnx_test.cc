@@ -340,6 +340,21 @@ TEST(MalformedOnnx, AHugePadOfAConstantIsNotFoldedAtImport) {
   EXPECT_TRUE(has_pad) << to_text(big);
 }
 
+// Fuzz finding F5: a Pad of a 2-element int64 initializer by 2^30, read as a Reshape's shape.
+TEST(MalformedOnnx, AValueTooBigToFoldIsNamedWhereAConstantIsNeeded) {
+  REQUIRE_FRONTEND();
+  Model m;
+  m.inputs = {value("x", {2, 2})};
+  m.inits = {tensor("s", kInt64, {2}, int64_bytes({4, 1})), tensor("pads", kInt64, {2}, int64_bytes({1 << 30, 0}))};
+  m.nodes = {node("Pad", {"s", "pads"}, {"padded"}, "pad"), node("Reshape", {"x", "padded"}, {"y"}, "flat")};
+  m.outputs = {Pb().s(1, "y")};
+  auto t0 = std::chrono::steady_clock::now();
+  std::string e = import_error(m.bytes());
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  EXPECT_HAS(e, "node #1 'flat' (Reshape): shape (input 1 'padded') is computed at run time");
+  EXPECT_HAS(e, "(it was not folded at import: its result of 8589934608 bytes is over the fold limit of 67108864 bytes)");
+}
+
 /// A constant of `n` floats concatenated with itself `times` times in a chain (2^times * n).
 Model concat_chain(int times) {
   Model m;

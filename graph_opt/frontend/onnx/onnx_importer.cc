@@ -105,9 +105,13 @@ runtime::NDArray Importer::const_input(int i, const std::string& what) const {
   const runtime::NDArray* a = constant_of(v);
   if (!a) {
     const bool graph_input = builder_.graph().nodes.at(size_t(v.node)).is_input();
+    auto unfolded = unfolded_.find(v.node);
     throw OnnxUnsupported(fmt::format("{}: {} (input {} '{}') is computed at run time; loom needs it constant at import{}",
                                       where(), what, i, node_->input(i),
-                                      graph_input ? " (bind the graph input to a value: OnnxImportOptions::bind_inputs)" : ""),
+                                      graph_input ? " (bind the graph input to a value: OnnxImportOptions::bind_inputs)"
+                                      : unfolded != unfolded_.end()
+                                          ? " (it was not folded at import: " + unfolded->second + ")"
+                                          : ""),
                           graph_input ? node_->input(i) : "");
   }
   return *a;
@@ -245,7 +249,11 @@ Value Importer::op(const std::string& op, const std::vector<Value>& inputs, cons
     for (Value v : inputs) types.push_back(type(v));
     n.outputs = te::ops::infer_type(op, types, n.attrs);
     // Too big to compute at import: a run-time operator (fold_constants will not fold it either).
-    if (!fold_budget_.admit(n, types, name)) return builder_.op(op, inputs, attrs, name);
+    if (!fold_budget_.admit(n, types, name)) {
+      Value r = builder_.op(op, inputs, attrs, name);
+      unfolded_[r.node] = fold_budget_.reason();
+      return r;
+    }
     std::vector<runtime::NDArray> out = evaluate_node(n, args, name);
     LOOM_ICHECK(out.size() == 1);
     Value c = builder_.constant(name, out[0]);

@@ -130,6 +130,7 @@ class Importer {
   std::set<std::string> attrs_read_;
   int hint_counter_ = 0;
   FoldBudget fold_budget_;
+  std::map<int, std::string> unfolded_;  // op nodes on constants left unfolded -> why
 };
 
 /// The largest constant broadcast_to makes (the zeros it adds to broadcast).
