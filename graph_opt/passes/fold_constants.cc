@@ -39,7 +39,7 @@ std::optional<int64_t> extent_product(const std::vector<te::IterVar>& axes) {
 
 FoldBudget::FoldBudget(const FoldLimits& limits, int64_t constant_bytes)
     : limits_(limits),
-      total_limit_(std::max(limits.max_total_bytes, constant_bytes > INT64_MAX / 2 ? INT64_MAX : 2 * constant_bytes)) {}
+      total_limit_(std::max(limits.max_total_bytes, constant_bytes)) {}
 
 bool FoldBudget::admit(const Node& n, const std::vector<TensorType>& inputs, const std::string& where) {
   reason_.clear();

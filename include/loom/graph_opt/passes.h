@@ -28,9 +28,10 @@ struct FoldLimits {
   int64_t max_result_bytes = int64_t(64) << 20;
   /// Element evaluations of one node (elements times reduction steps, summed over its steps).
   int64_t max_work = int64_t(1) << 26;
-  /// Bytes of all results folded by one run together, or twice the bytes of the constants
-  /// the graph held before, if more; past it only small results fold.
-  int64_t max_total_bytes = int64_t(256) << 20;
+  /// Bytes of all results folded by one run together, or the bytes of the constants the
+  /// graph held before, if more (a network's weights transformed once); past it only small
+  /// results fold. Small, since each of the pipeline's folding runs may spend it again.
+  int64_t max_total_bytes = int64_t(32) << 20;
   /// Results of at most this many bytes fold whatever the total.
   int64_t small_result_bytes = int64_t(64) << 10;
 };
