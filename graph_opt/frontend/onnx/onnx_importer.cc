@@ -496,20 +496,33 @@ Graph Importer::run() {
 
 namespace loom::graph_opt {
 
-Graph import_onnx_bytes(std::string_view bytes, const std::string& source, const OnnxImportOptions& opt,
-                        const std::string& base_dir) {
+namespace {
+
+onnx::ModelProto parse_model(std::string_view bytes, const std::string& source) {
   LOOM_CHECK(bytes.size() < size_t(INT32_MAX), "onnx: {}: {} bytes is past protobuf's 2 GiB limit", source, bytes.size());
   onnx::ModelProto model;
   if (!model.ParseFromArray(bytes.data(), int(bytes.size())))
     fail("onnx: {}: not a valid ONNX model (the protobuf does not parse: truncated, or not a ModelProto)", source);
   LOOM_CHECK(model.has_graph(), "onnx: {}: the model has no graph", source);
+  return model;
+}
+
+}  // namespace
+
+Graph import_onnx_bytes(std::string_view bytes, const std::string& source, const OnnxImportOptions& opt,
+                        const std::string& base_dir) {
+  onnx::ModelProto model = parse_model(bytes, source);
   return onnx_frontend::Importer(model, source, base_dir, opt).run();
 }
 
 Graph import_onnx(const std::string& path, const OnnxImportOptions& opt) {
-  std::string bytes = onnx_frontend::read_model_file(path);
+  onnx::ModelProto model;
+  {
+    std::string bytes = onnx_frontend::read_model_file(path);
+    model = parse_model(bytes, path);
+  }  // the file's bytes go before the import copies the initializers
   std::string dir = std::filesystem::path(path).parent_path().string();
-  return import_onnx_bytes(bytes, path, opt, dir.empty() ? "." : dir);
+  return onnx_frontend::Importer(model, path, dir.empty() ? "." : dir, opt).run();
 }
 
 bool onnx_frontend_available() { return true; }
