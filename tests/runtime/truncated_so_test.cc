@@ -163,8 +163,8 @@ TEST_F(TruncatedSo, ThingsThatAreNotFiles) {
   EXPECT_NE(e.find("no such file"), std::string::npos) << e;
 }
 
-// `loom run` goes through Module::load: exit 1 with the message, not a signal.
-TEST_F(TruncatedSo, LoomRunExitsOne) {
+// `loom run` and `loom bench --so` go through Module::load: exit 1 with the message, not a signal.
+TEST_F(TruncatedSo, LoomRunAndBenchExitOne) {
   ASSERT_TRUE(fs::exists(test::kLoom)) << test::kLoom << " was not built (target loom_cli)";
   const Elf64_Phdr* first = nullptr;
   for (const auto& p : ph_)
@@ -181,6 +181,12 @@ TEST_F(TruncatedSo, LoomRunExitsOne) {
     EXPECT_EQ(rc, 1) << p << ":\n" << out;
     EXPECT_NE(out.find(p.string()), std::string::npos) << out;
   }
+  std::string out;
+  fs::path p = cut("bench_segment.so", first->p_offset + first->p_filesz / 2);
+  int rc = test::run({test::kLoom, "bench", "--op", "matmul", "--shape", "8,8,8", "--repeat", "1", "--so", p.string()},
+                     test::host_env(), &out, 120);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("truncated or damaged"), std::string::npos) << out;
 }
 
 }  // namespace
