@@ -2,6 +2,8 @@
 // the constants wired into the graph executor's plan.
 #include "loom/graph_opt/compile.h"
 
+#include <unistd.h>
+
 #include <cctype>
 #include <map>
 #include <ostream>
@@ -120,6 +122,39 @@ class PlanBuilder {
   std::map<ValueRef, int32_t> ids_;
 };
 
+std::string gib(int64_t bytes) { return fmt::format("{:.1f} GiB", double(bytes) / double(int64_t(1) << 30)); }
+
+/// Refuses a graph whose run needs more memory than this machine has: the arena of its
+/// intermediate values, its constants, inputs and outputs together (a model of a few bytes
+/// can ask for terabytes; the library would only fail, or be killed, when it runs).
+void check_fits_memory(const Graph& g, const MemoryPlan& m) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  int64_t phys = 0;
+  if (pages <= 0 || page <= 0 || __builtin_mul_overflow(int64_t(pages), int64_t(page), &phys)) return;
+  int64_t constants = 0, io = 0, largest = 0;
+  std::string largest_name;
+  auto add = [](int64_t& sum, int64_t b) {
+    if (__builtin_add_overflow(sum, b, &sum)) sum = INT64_MAX;
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const int64_t b = nbytes(n.outputs[k]);
+      if (n.is_constant()) add(constants, b);
+      if (n.is_input()) add(io, b);
+      if (b > largest) largest = b, largest_name = g.value_name({int(i), int(k)});
+    }
+  }
+  for (ValueRef v : g.outputs) add(io, nbytes(g.type(v)));
+  int64_t total = m.arena_bytes;
+  add(total, constants);
+  add(total, io);
+  LOOM_CHECK(total <= phys,
+             "compile: graph '{}' needs {} to run ({} of intermediate values, {} of constants, {} of inputs and "
+             "outputs; the largest value, {}, is {}), more than this machine's {} of memory",
+             g.name, gib(total), gib(m.arena_bytes), gib(constants), gib(io), largest_name, gib(largest), gib(phys));
+}
+
 }  // namespace
 
 Graph optimize_for_compile(const Graph& graph, const CompileOptions& opt) {
@@ -136,6 +171,7 @@ LoweredGraph lower_graph(const Graph& graph, const Target& target, const records
   verify(g);
   report.memory = plan_memory(g);
   validate_memory_plan(g, report.memory);
+  check_fits_memory(g, report.memory);
 
   PlanBuilder pb(g, report.memory);
   std::set<std::string> names, warned;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "loom/runtime/error.h"
+#include "loom/runtime/shape.h"
 #include "loom/runtime/suggest.h"
 
 namespace loom::graph_opt {
@@ -20,13 +21,9 @@ const char* to_string(NodeKind k) {
   return "?";
 }
 
-int64_t numel(const TensorType& t) {
-  int64_t n = 1;
-  for (int64_t d : t.shape) n *= d;
-  return n;
-}
+int64_t numel(const TensorType& t) { return runtime::checked_element_count(t.shape, to_string(t)); }
 
-int64_t nbytes(const TensorType& t) { return numel(t) * t.dtype.bytes(); }
+int64_t nbytes(const TensorType& t) { return runtime::checked_byte_count(t.shape, t.dtype, to_string(t)); }
 
 const TensorType& Graph::type(ValueRef v) const {
   LOOM_CHECK(v.node >= 0 && size_t(v.node) < nodes.size(), "graph '{}': no node {} (the graph has {} nodes)", name,

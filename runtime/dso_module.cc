@@ -21,9 +21,12 @@
 //       (docs/deploy.md). Absent in CPU-only libraries; checked when present.
 // The library stays open for as long as the module or any PackedFunc taken from it lives.
 #include <dlfcn.h>
+#include <elf.h>
 
+#include <bit>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string_view>
 
 #include "loom/runtime/c_runtime_api.h"
@@ -199,10 +202,92 @@ class DSOModuleNode : public ModuleNode {
   std::vector<DeviceBlob> device_blobs_;
 };
 
+// The ELF machine of this process (0: not checked).
+#if defined(__x86_64__)
+constexpr uint16_t kHostMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr uint16_t kHostMachine = EM_AARCH64;
+#else
+constexpr uint16_t kHostMachine = 0;
+#endif
+
+std::string machine_name(uint16_t m) {
+  switch (m) {
+    case EM_386: return "x86 (32-bit)";
+    case EM_X86_64: return "x86-64";
+    case EM_ARM: return "ARM (32-bit)";
+    case EM_AARCH64: return "AArch64";
+    case EM_RISCV: return "RISC-V";
+    case EM_PPC64: return "PowerPC 64";
+    default: return fmt::format("machine {}", m);
+  }
+}
+
+/// Refuses, naming the problem, a file dlopen cannot load safely: one that is not a regular
+/// file, not a 64-bit little-endian ELF shared object for this machine, or whose program
+/// headers or loadable segments reach past its end (dlopen maps those pages, and touching
+/// them raises SIGBUS).
+void check_elf_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  LOOM_CHECK(fs::exists(st), "Module::load: no such file '{}'", path);
+  LOOM_CHECK(fs::is_regular_file(st), "Module::load: cannot open '{}': not a regular file ({})", path,
+             fs::is_directory(st) ? "a directory" : "a device, socket or pipe");
+  std::ifstream in(path, std::ios::binary);
+  LOOM_CHECK(in.good(), "Module::load: cannot open '{}' for reading", path);
+  const uint64_t size = fs::file_size(path, ec);
+  LOOM_CHECK(!ec, "Module::load: cannot read the size of '{}': {}", path, ec.message());
+  const std::string not_lib = fmt::format("Module::load: cannot open '{}': not a shared library of this machine", path);
+  Elf64_Ehdr eh{};
+  in.read(reinterpret_cast<char*>(&eh), sizeof eh);
+  const uint64_t got = uint64_t(in.gcount());
+  LOOM_CHECK(got >= SELFMAG && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0, "{}: not an ELF file", not_lib);
+  LOOM_CHECK(got >= EI_NIDENT, "{}: truncated in the ELF header ({} bytes)", not_lib, size);
+  LOOM_CHECK(eh.e_ident[EI_CLASS] == ELFCLASS64, "{}: a {} ELF file, this process is 64-bit", not_lib,
+             eh.e_ident[EI_CLASS] == ELFCLASS32 ? "32-bit" : "bad-class");
+  LOOM_CHECK(eh.e_ident[EI_DATA] == (std::endian::native == std::endian::little ? ELFDATA2LSB : ELFDATA2MSB),
+             "{}: its byte order is not this machine's", not_lib);
+  LOOM_CHECK(got == sizeof eh, "{}: truncated in the ELF header ({} bytes, the header is {})", not_lib, size,
+             sizeof eh);
+  LOOM_CHECK(kHostMachine == 0 || eh.e_machine == kHostMachine, "{}: built for {}, this is {}", not_lib,
+             machine_name(eh.e_machine), machine_name(kHostMachine));
+  LOOM_CHECK(eh.e_type == ET_DYN, "{}: ELF type {} ({}), not a shared object", not_lib, eh.e_type,
+             eh.e_type == ET_EXEC ? "an executable" : eh.e_type == ET_REL ? "an object file" : "other");
+  LOOM_CHECK(eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0,
+             "{}: malformed ELF header ({} program headers of {} bytes)", not_lib, eh.e_phnum, eh.e_phentsize);
+  const std::string truncated =
+      fmt::format("Module::load: cannot open '{}': truncated or damaged: its {} bytes end", path, size);
+  const uint64_t ph_bytes = uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr);
+  LOOM_CHECK(eh.e_phoff <= size && ph_bytes <= size - eh.e_phoff,
+             "{} before its program headers (bytes {} to {})", truncated, eh.e_phoff, eh.e_phoff + ph_bytes);
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  in.seekg(std::streamoff(eh.e_phoff));
+  in.read(reinterpret_cast<char*>(ph.data()), std::streamsize(ph_bytes));
+  LOOM_CHECK(uint64_t(in.gcount()) == ph_bytes, "Module::load: reading the program headers of '{}' failed", path);
+  int loads = 0;
+  for (size_t i = 0; i < ph.size(); ++i) {
+    const Elf64_Phdr& p = ph[i];
+    if (p.p_type != PT_LOAD && p.p_type != PT_DYNAMIC) continue;
+    loads += p.p_type == PT_LOAD;
+    LOOM_CHECK(p.p_offset <= size && p.p_filesz <= size - p.p_offset,
+               "{} before the end of its {} segment {} (bytes {} to {})", truncated,
+               p.p_type == PT_LOAD ? "loadable" : "dynamic", i, p.p_offset, p.p_offset + p.p_filesz);
+    LOOM_CHECK(p.p_filesz <= p.p_memsz || p.p_type != PT_LOAD,
+               "{}: segment {} has more file bytes ({}) than memory ({})", not_lib, i, p.p_filesz, p.p_memsz);
+  }
+  LOOM_CHECK(loads > 0, "{}: it has no loadable segment", not_lib);
+  if (eh.e_shoff != 0 && eh.e_shnum != 0) {
+    const uint64_t sh_bytes = uint64_t(eh.e_shnum) * uint64_t(eh.e_shentsize);
+    LOOM_CHECK(eh.e_shoff <= size && sh_bytes <= size - eh.e_shoff, "{} before its section headers (bytes {} to {})",
+               truncated, eh.e_shoff, eh.e_shoff + sh_bytes);
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<ModuleNode> load_dso_module(const std::string& path) {
-  LOOM_CHECK(std::filesystem::exists(path), "Module::load: no such file '{}'", path);
+  check_elf_file(path);
   // dlopen searches the library path for a bare name; a user means the file named.
   std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
   auto lib = std::make_shared<Library>();

@@ -1,7 +1,10 @@
 // .npy files: a magic string, a version, a Python-literal header dict, then the raw data.
 #include "loom/runtime/npy.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -84,8 +87,17 @@ std::string npy_descr(DataType t) {
 }
 
 NDArray load_npy(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  LOOM_CHECK(fs::exists(st), "load_npy: cannot open '{}': no such file", path);
+  LOOM_CHECK(fs::is_regular_file(st), "load_npy: cannot open '{}': not a regular file ({})", path,
+             fs::is_directory(st) ? "a directory" : "a device, socket or pipe");
+  const uint64_t file_size = fs::file_size(path, ec);
+  LOOM_CHECK(!ec, "load_npy: cannot read the size of '{}': {}", path, ec.message());
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  LOOM_CHECK(in.good(), "load_npy: cannot open '{}'", path);
+  LOOM_CHECK(in.good(), "load_npy: cannot open '{}': {}", path, errno ? std::strerror(errno) : "unknown error");
   char pre[10];
   in.read(pre, sizeof pre);
   LOOM_CHECK(in.gcount() == 10 && std::memcmp(pre, kMagic, kMagicSize) == 0,
@@ -113,10 +125,16 @@ NDArray load_npy(const std::string& path) {
   LOOM_CHECK(fortran == "False", "load_npy: {}: the array is in Fortran order; save it in C order "
                                  "(numpy.ascontiguousarray)", path);
   std::vector<int64_t> shape = parse_shape(header_field(header, "shape", path), path);
+  // The data's size is checked against the file before the array is allocated.
+  const int64_t nbytes = checked_byte_count(shape, dtype, "load_npy: " + path);
+  const uint64_t data_start = uint64_t(in.tellg());
+  LOOM_CHECK(file_size >= data_start && uint64_t(nbytes) <= file_size - data_start,
+             "load_npy: {}: truncated: {}{} needs {} bytes of data, the file holds {}", path, dtype.str(),
+             shape_str(shape), nbytes, file_size - std::min(file_size, data_start));
   NDArray a = NDArray::empty(shape, dtype);
   in.read(static_cast<char*>(a.raw_data()), std::streamsize(a.nbytes()));
-  LOOM_CHECK(size_t(in.gcount()) == a.nbytes(), "load_npy: {}: truncated: {}{} needs {} bytes of data, the file holds {}",
-             path, dtype.str(), shape_str(shape), a.nbytes(), in.gcount());
+  LOOM_CHECK(size_t(in.gcount()) == a.nbytes(), "load_npy: {}: reading the data failed after {} of {} bytes", path,
+             in.gcount(), a.nbytes());
   return a;
 }
 

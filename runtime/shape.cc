@@ -18,7 +18,7 @@ int64_t checked_element_count(const std::vector<int64_t>& shape, const std::stri
     if (d == 0) return 0;
   for (int64_t d : shape)
     LOOM_CHECK(!__builtin_mul_overflow(n, d, &n) && n <= limit, "{}: shape {} has more than {} elements", what,
-               shape_str(shape), limit);
+               shape_str(shape), limit == INT64_MAX ? std::string("2^63-1") : std::to_string(limit));
   return n;
 }
 

@@ -341,8 +341,11 @@ void require_file(const std::string& option, const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw UsageError(fmt::format("{}cannot read '{}': it is a directory", option.empty() ? "" : option + ": ", path));
-  if (!std::filesystem::is_regular_file(path, ec))
+  if (!std::filesystem::exists(path, ec))
     throw UsageError(fmt::format("{}cannot read '{}' (no such file)", option.empty() ? "" : option + ": ", path));
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw UsageError(fmt::format("{}cannot read '{}': not a regular file (a device, socket or pipe)",
+                                 option.empty() ? "" : option + ": ", path));
 }
 
 }  // namespace loom::cli

@@ -11,7 +11,7 @@ Pair attr_pair(const Attrs& a, const std::string& name, bool positive) {
   std::vector<int64_t> v = attr_ints(a, name);
   LOOM_CHECK(v.size() == 2, "attribute '{}' must have 2 values {{h, w}}, got [{}]", name, fmt::join(v, ","));
   for (int64_t x : v)
-    LOOM_CHECK(positive ? x > 0 : x >= 0, "attribute '{}' must be {}, got [{}]", name,
+    LOOM_CHECK((positive ? x > 0 : x >= 0) && x <= INT32_MAX, "attribute '{}' must be {} and below 2^31, got [{}]", name,
                positive ? "positive" : "non-negative", fmt::join(v, ","));
   return {v[0], v[1]};
 }
@@ -21,7 +21,9 @@ Padding attr_padding(const Attrs& a, const std::string& name) {
   LOOM_CHECK(v.size() == 2 || v.size() == 4,
              "attribute '{}' must have 2 values {{h, w}} or 4 {{top, left, bottom, right}}, got [{}]", name,
              fmt::join(v, ","));
-  for (int64_t x : v) LOOM_CHECK(x >= 0, "attribute '{}' must be non-negative, got [{}]", name, fmt::join(v, ","));
+  for (int64_t x : v)
+    LOOM_CHECK(x >= 0 && x <= INT32_MAX, "attribute '{}' must be non-negative and below 2^31, got [{}]", name,
+               fmt::join(v, ","));
   if (v.size() == 2) return {v[0], v[1], v[0], v[1]};
   return {v[0], v[1], v[2], v[3]};
 }

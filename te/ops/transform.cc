@@ -2,6 +2,7 @@
 #include <functional>
 #include <numeric>
 
+#include "loom/runtime/shape.h"
 #include "loom/te/ops.h"
 #include "op_util.h"
 
@@ -72,7 +73,7 @@ Tensor transpose(const Tensor& x, std::vector<int> axes, const std::string& name
 
 Tensor reshape(const Tensor& x, std::vector<int64_t> newshape, const std::string& name) {
   auto s = const_shape(x, "reshape", "x");
-  int64_t total = std::accumulate(s.begin(), s.end(), int64_t(1), std::multiplies<>());
+  const int64_t total = runtime::checked_element_count(s, "reshape: x");
   int infer = -1;
   int64_t known = 1;
   for (size_t i = 0; i < newshape.size(); ++i) {
@@ -82,7 +83,8 @@ Tensor reshape(const Tensor& x, std::vector<int64_t> newshape, const std::string
       continue;
     }
     LOOM_CHECK(newshape[i] > 0, "reshape: newshape dim {} is {}; dims must be positive or -1", i, newshape[i]);
-    known *= newshape[i];
+    LOOM_CHECK(!__builtin_mul_overflow(known, newshape[i], &known),
+               "reshape: the new shape {} has more than 2^63-1 elements", shape_str(newshape));
   }
   if (infer >= 0) {
     LOOM_CHECK(known > 0 && total % known == 0, "reshape: cannot infer dim {}: x has {} elements ({}), not divisible by {}",

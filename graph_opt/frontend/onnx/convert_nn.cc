@@ -28,7 +28,12 @@ Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int
   if (w.strides.size() != 2 || w.dilations.size() != 2 || pads.size() != 4)
     im.invalid(fmt::format("strides [{}], dilations [{}] and pads [{}] do not fit 2 spatial dims", fmt::join(w.strides, ","),
                            fmt::join(w.dilations, ","), fmt::join(pads, ",")));
+  constexpr int64_t kMax = INT32_MAX;  // loom's extents and indices are int32
   for (int d = 0; d < 2; ++d) {
+    if (w.strides[d] > kMax || w.dilations[d] > kMax || w.kernel[d] > kMax || pads[d] > kMax || pads[d + 2] > kMax)
+      im.invalid(fmt::format("kernel [{}], strides [{}], dilations [{}] and pads [{}] must be below 2^31",
+                             fmt::join(w.kernel, ","), fmt::join(w.strides, ","), fmt::join(w.dilations, ","),
+                             fmt::join(pads, ",")));
     if (w.strides[d] < 1 || w.dilations[d] < 1 || w.kernel[d] < 1)
       im.invalid(fmt::format("kernel [{}], strides [{}] and dilations [{}] must be positive", fmt::join(w.kernel, ","),
                              fmt::join(w.strides, ","), fmt::join(w.dilations, ",")));
@@ -52,10 +57,15 @@ Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int
   return w;
 }
 
+/// The shape of input 0 of Conv, ConvTranspose and the pools: rank 3 to 5 (N, C, spatial…)
+/// is valid ONNX, of which loom takes 4 (2-D).
 std::vector<int64_t> spatial_input(Importer& im, const char* what) {
   std::vector<int64_t> s = im.input_shape(0);
+  if (s.size() < 3 || s.size() > 5)
+    im.invalid(
+        fmt::format("input X {} has rank {}; expected 3-D, 4-D or 5-D (N, C, spatial…)", shape_str(s), s.size()));
   if (s.size() != 4)
-    im.unsupported(fmt::format("{}-D {} (input {}); loom's is 2-D, on NCHW input", int(s.size()) - 2, what, shape_str(s)));
+    im.unsupported(fmt::format("{}-D {} (input {}); loom's is 2-D, on NCHW input", s.size() - 2, what, shape_str(s)));
   return s;
 }
 
@@ -103,6 +113,13 @@ void conv_transpose(Importer& im) {
   const std::string auto_pad = im.attr_str("auto_pad", "NOTSET");
   if (s.size() != 2 || d.size() != 2 || op.size() != 2 || pads.size() != 4)
     im.invalid("strides, dilations, output_padding and pads do not fit 2 spatial dims");
+  for (const auto* v : {&s, &d, &op, &pads, &out_shape})
+    for (int64_t e : *v)
+      if (e > INT32_MAX || e < -int64_t(INT32_MAX))
+        im.invalid(fmt::format("strides [{}], dilations [{}], output_padding [{}], pads [{}] and output_shape [{}] must "
+                               "be below 2^31 in magnitude",
+                               fmt::join(s, ","), fmt::join(d, ","), fmt::join(op, ","), fmt::join(pads, ","),
+                               fmt::join(out_shape, ",")));
   if (out_shape.size() == 4) out_shape = {out_shape[2], out_shape[3]};
   for (int a = 0; a < 2; ++a) {
     if (s[a] < 1 || d[a] < 1) im.invalid("strides and dilations must be positive");

@@ -38,7 +38,8 @@ void reshape(Importer& im) {
     } else if (v < -1) {
       im.invalid(fmt::format("shape {} has a negative dim", shape_str(want)));
     }
-    known *= v;
+    if (__builtin_mul_overflow(known, v, &known))
+      im.invalid(fmt::format("shape {} has more than 2^63-1 elements", shape_str(want)));
     out.push_back(v);
   }
   const int64_t n = product(in);

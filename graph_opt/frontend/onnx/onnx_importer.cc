@@ -13,16 +13,31 @@
 
 #include "loom/graph_opt/passes.h"
 #include "loom/graph_opt/reference.h"
+#include "loom/runtime/shape.h"
 
 namespace loom::graph_opt::onnx_frontend {
 
+std::string read_model_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  LOOM_CHECK(fs::exists(st), "onnx: cannot open {}: no such file", path);
+  LOOM_CHECK(!fs::is_directory(st), "onnx: {} is a directory, not a model file", path);
+  LOOM_CHECK(fs::is_regular_file(st), "onnx: {} is not a regular file (a device, socket or pipe)", path);
+  const uint64_t size = fs::file_size(path, ec);
+  LOOM_CHECK(!ec, "onnx: cannot read the size of {}: {}", path, ec.message());
+  LOOM_CHECK(size < uint64_t(INT32_MAX), "onnx: {}: {} bytes is past protobuf's 2 GiB limit", path, size);
+  std::ifstream in(path, std::ios::binary);
+  LOOM_CHECK(in.good(), "onnx: cannot open {}", path);
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), std::streamsize(size));
+  LOOM_CHECK(uint64_t(in.gcount()) == size, "onnx: reading {} failed after {} of {} bytes", path, in.gcount(), size);
+  return bytes;
+}
+
 std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
 
-int64_t product(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
+int64_t product(const std::vector<int64_t>& s) { return runtime::checked_element_count(s, "onnx: element count"); }
 
 int64_t normalize_axis(const Importer& im, int64_t axis, size_t rank, const std::string& what) {
   const int64_t r = int64_t(rank);
@@ -90,9 +105,13 @@ runtime::NDArray Importer::const_input(int i, const std::string& what) const {
   const runtime::NDArray* a = constant_of(v);
   if (!a) {
     const bool graph_input = builder_.graph().nodes.at(size_t(v.node)).is_input();
+    auto unfolded = unfolded_.find(v.node);
     throw OnnxUnsupported(fmt::format("{}: {} (input {} '{}') is computed at run time; loom needs it constant at import{}",
                                       where(), what, i, node_->input(i),
-                                      graph_input ? " (bind the graph input to a value: OnnxImportOptions::bind_inputs)" : ""),
+                                      graph_input ? " (bind the graph input to a value: OnnxImportOptions::bind_inputs)"
+                                      : unfolded != unfolded_.end()
+                                          ? " (it was not folded at import: " + unfolded->second + ")"
+                                          : ""),
                           graph_input ? node_->input(i) : "");
   }
   return *a;
@@ -229,6 +248,12 @@ Value Importer::op(const std::string& op, const std::vector<Value>& inputs, cons
     std::vector<TensorType> types;
     for (Value v : inputs) types.push_back(type(v));
     n.outputs = te::ops::infer_type(op, types, n.attrs);
+    // Too big to compute at import: a run-time operator (fold_constants will not fold it either).
+    if (!fold_budget_.admit(n, types, name)) {
+      Value r = builder_.op(op, inputs, attrs, name);
+      unfolded_[r.node] = fold_budget_.reason();
+      return r;
+    }
     std::vector<runtime::NDArray> out = evaluate_node(n, args, name);
     LOOM_ICHECK(out.size() == 1);
     Value c = builder_.constant(name, out[0]);
@@ -257,6 +282,11 @@ std::optional<Value> Importer::reshape_source(Value v) const {
 
 Value Importer::broadcast_to(Value v, const std::vector<int64_t>& shape) {
   if (type(v).shape == shape) return v;
+  const int64_t bytes = runtime::checked_byte_count(shape, type(v).dtype, where());
+  if (bytes > kMaxBroadcastBytes)
+    unsupported(fmt::format("broadcasting {} to {} needs a constant of {} bytes (loom materializes the broadcast; "
+                            "at most {} bytes)",
+                            to_string(type(v)), shape_str(shape), bytes, kMaxBroadcastBytes));
   runtime::NDArray zeros = runtime::NDArray::empty(shape, type(v).dtype);
   std::memset(zeros.raw_data(), 0, zeros.nbytes());
   return op("add", {v, constant(zeros, "broadcast")});
@@ -303,8 +333,7 @@ void Importer::add_graph_inputs() {
         t.shape.push_back(dim.dim_value());
       }
     }
-    for (int64_t d : t.shape) LOOM_CHECK(d >= 0, "{}: negative dim in {}", what, shape_str(t.shape));
-    if (product(t.shape) == 0) {
+    if (runtime::checked_element_count(t.shape, what) == 0) {
       // No data to pass: left out of the signature; a node that reads it says so (an empty
       // axes input read with const_input asks for it to be bound).
       empty_inputs_.insert(in.name());
@@ -382,6 +411,9 @@ void Importer::convert(int index) {
   node_index_ = index;
   attrs_read_.clear();
   hint_counter_ = 0;
+  std::set<std::string> names;
+  for (const auto& a : node_->attribute())
+    if (!names.insert(a.name()).second) invalid(fmt::format("attribute '{}' is given more than once", a.name()));
   const std::string& domain = node_->domain();
   if (!domain.empty() && domain != "ai.onnx") unsupported(fmt::format("operators of domain '{}' are not supported", domain));
   auto it = converters().find(node_->op_type());
@@ -428,14 +460,28 @@ void Importer::set_graph_outputs() {
 }
 
 Graph Importer::run() {
-  for (const auto& o : model_.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = int(o.version());
+  for (const auto& o : model_.opset_import()) {
+    if (!o.domain().empty() && o.domain() != "ai.onnx") continue;
+    if (opset_ != 0 && o.version() != opset_)
+      fail("onnx: {}: the model imports the default-domain opset twice (versions {} and {})", source_, opset_,
+           o.version());
+    LOOM_CHECK(o.version() > 0 && o.version() <= INT32_MAX, "onnx: {}: default-domain opset version {} is not valid",
+               source_, o.version());
+    opset_ = int(o.version());
+  }
   if (opset_ == 0) throw OnnxUnsupported(fmt::format("onnx: {}: the model imports no default-domain opset", source_));
   if (opset_ < 13)
     throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is older than 13, the oldest loom imports "
                                       "(convert it with onnx.version_converter)",
                                       source_, opset_));
+  if (opset_ > kNewestOnnxOpset)
+    throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is newer than {}, the newest loom imports (operators may "
+                                      "have changed meaning since)",
+                                      source_, opset_, kNewestOnnxOpset));
   add_graph_inputs();
+  int64_t constant_bytes = 0;
+  for (const auto& [node, a] : constants_) constant_bytes += int64_t(a.nbytes());
+  fold_budget_ = FoldBudget(FoldLimits{}, constant_bytes);
   for (int i : node_order()) convert(i);
   set_graph_outputs();
   try {
@@ -450,23 +496,33 @@ Graph Importer::run() {
 
 namespace loom::graph_opt {
 
-Graph import_onnx_bytes(std::string_view bytes, const std::string& source, const OnnxImportOptions& opt,
-                        const std::string& base_dir) {
+namespace {
+
+onnx::ModelProto parse_model(std::string_view bytes, const std::string& source) {
   LOOM_CHECK(bytes.size() < size_t(INT32_MAX), "onnx: {}: {} bytes is past protobuf's 2 GiB limit", source, bytes.size());
   onnx::ModelProto model;
   if (!model.ParseFromArray(bytes.data(), int(bytes.size())))
     fail("onnx: {}: not a valid ONNX model (the protobuf does not parse: truncated, or not a ModelProto)", source);
   LOOM_CHECK(model.has_graph(), "onnx: {}: the model has no graph", source);
+  return model;
+}
+
+}  // namespace
+
+Graph import_onnx_bytes(std::string_view bytes, const std::string& source, const OnnxImportOptions& opt,
+                        const std::string& base_dir) {
+  onnx::ModelProto model = parse_model(bytes, source);
   return onnx_frontend::Importer(model, source, base_dir, opt).run();
 }
 
 Graph import_onnx(const std::string& path, const OnnxImportOptions& opt) {
-  LOOM_CHECK(!std::filesystem::is_directory(path), "onnx: {} is a directory, not a model file", path);
-  std::ifstream in(path, std::ios::binary);
-  LOOM_CHECK(in.good(), "onnx: cannot open {}", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  onnx::ModelProto model;
+  {
+    std::string bytes = onnx_frontend::read_model_file(path);
+    model = parse_model(bytes, path);
+  }  // the file's bytes go before the import copies the initializers
   std::string dir = std::filesystem::path(path).parent_path().string();
-  return import_onnx_bytes(bytes, path, opt, dir.empty() ? "." : dir);
+  return onnx_frontend::Importer(model, path, dir.empty() ? "." : dir, opt).run();
 }
 
 bool onnx_frontend_available() { return true; }

@@ -16,6 +16,7 @@
 
 #include "loom/graph_opt/builder.h"
 #include "loom/graph_opt/onnx.h"
+#include "loom/graph_opt/passes.h"
 
 namespace loom::graph_opt::onnx_frontend {
 
@@ -128,7 +129,12 @@ class Importer {
   int node_index_ = -1;
   std::set<std::string> attrs_read_;
   int hint_counter_ = 0;
+  FoldBudget fold_budget_;
+  std::map<int, std::string> unfolded_;  // op nodes on constants left unfolded -> why
 };
+
+/// The largest constant broadcast_to makes (the zeros it adds to broadcast).
+inline constexpr int64_t kMaxBroadcastBytes = int64_t(256) << 20;
 
 /// Converts the current node of the importer.
 using Converter = std::function<void(Importer&)>;
@@ -140,6 +146,9 @@ void add_nn_converters(std::map<std::string, Converter>& out);
 void add_elementwise_converters(std::map<std::string, Converter>& out);
 void add_transform_converters(std::map<std::string, Converter>& out);
 
+/// The bytes of the model or tensor file at `path`: a regular file under protobuf's 2 GiB
+/// limit, else loom::Error saying what it is.
+std::string read_model_file(const std::string& path);
 /// "[1,3,224,224]".
 std::string shape_str(const std::vector<int64_t>& s);
 /// Product of the dims.

@@ -1,8 +1,11 @@
 // ONNX element types and TensorProto data as loom dtypes and arrays.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+
+#include "loom/runtime/shape.h"
 
 #include "onnx_importer.h"
 
@@ -38,14 +41,17 @@ const TypeInfo* find_type(int code) {
   return nullptr;
 }
 
-template <typename Src>
-void fill_from(runtime::NDArray a, const Src& values, int64_t n, const std::string& what) {
-  LOOM_CHECK(int64_t(values.size()) == n, "{}: holds {} values but its dims say {}", what, values.size(), n);
-  for (int64_t i = 0; i < n; ++i) a.set(i, double(values[int(i)]));
-}
+/// Where a tensor's external data lies, checked against the file before anything is read.
+struct ExternalRange {
+  std::filesystem::path path;
+  int64_t offset = 0;
+};
 
-/// Bytes of external data (location/offset/length relative to base_dir).
-std::string read_external(const TP& t, const std::string& base_dir, const std::string& what) {
+/// The file and offset of `t`'s external data (location/offset/length relative to
+/// base_dir): a regular file inside base_dir (symbolic links resolved) holding exactly the
+/// `nbytes` bytes the tensor's dims and type need from `offset` on.
+ExternalRange external_range(const TP& t, const std::string& base_dir, int64_t nbytes, const std::string& what) {
+  namespace fs = std::filesystem;
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
@@ -64,22 +70,49 @@ std::string read_external(const TP& t, const std::string& base_dir, const std::s
   }
   LOOM_CHECK(!location.empty(), "{}: external data without a location", what);
   LOOM_CHECK(!base_dir.empty(), "{}: external data '{}' but the model was not read from a file", what, location);
-  std::filesystem::path rel(location);
+  fs::path rel(location);
   LOOM_CHECK(rel.is_relative() && rel.lexically_normal().string().rfind("..", 0) != 0,
              "{}: external data location '{}' lies outside the model's folder", what, location);
-  std::filesystem::path path = std::filesystem::path(base_dir) / rel;
-  std::ifstream in(path, std::ios::binary);
-  LOOM_CHECK(in.good(), "{}: cannot open external data file {}", what, path.string());
-  in.seekg(0, std::ios::end);
-  const int64_t size = int64_t(in.tellg());
+  fs::path path = fs::path(base_dir) / rel;
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  LOOM_CHECK(fs::exists(st), "{}: external data file {} does not exist", what, path.string());
+  LOOM_CHECK(fs::is_regular_file(st), "{}: external data location {} is not a regular file ({})", what, path.string(),
+             fs::is_directory(st) ? "a directory" : "a device, socket or pipe");
+  fs::path real = fs::canonical(path, ec);
+  LOOM_CHECK(!ec, "{}: cannot resolve external data file {}: {}", what, path.string(), ec.message());
+  fs::path folder = fs::canonical(base_dir, ec);
+  LOOM_CHECK(!ec, "{}: cannot resolve the model's folder {}: {}", what, base_dir, ec.message());
+  auto [f, r] = std::mismatch(folder.begin(), folder.end(), real.begin(), real.end());
+  LOOM_CHECK(f == folder.end(), "{}: external data location '{}' resolves to {}, outside the model's folder {}", what,
+             location, real.string(), folder.string());
+  const int64_t size = int64_t(fs::file_size(real, ec));
+  LOOM_CHECK(!ec, "{}: cannot read the size of external data file {}: {}", what, path.string(), ec.message());
+  LOOM_CHECK(offset <= size, "{}: external data offset {} is past the end of {} ({} bytes)", what, offset,
+             path.string(), size);
   if (length < 0) length = size - offset;
-  LOOM_CHECK(offset <= size && length <= size - offset, "{}: external data {} has {} bytes, offset {} + length {} reach past it",
-             what, path.string(), size, offset, length);
-  std::string bytes(size_t(length), '\0');
-  in.seekg(offset);
-  in.read(bytes.data(), length);
-  LOOM_CHECK(in.good() || length == 0, "{}: reading external data {} failed", what, path.string());
-  return bytes;
+  LOOM_CHECK(length <= size - offset, "{}: external data {} has {} bytes, offset {} + length {} reach past it", what,
+             path.string(), size, offset, length);
+  LOOM_CHECK(length == nbytes, "{}: external data of {} bytes (in {} from offset {}) for a tensor of {} bytes", what,
+             length, path.string(), offset, nbytes);
+  return {real, offset};
+}
+
+/// The number of values `t` holds in the typed field its data type uses.
+int64_t typed_count(const TP& t) {
+  switch (t.data_type()) {
+    case TP::FLOAT: return t.float_data_size();
+    case TP::DOUBLE: return t.double_data_size();
+    case TP::INT64: return t.int64_data_size();
+    case TP::UINT32:
+    case TP::UINT64: return t.uint64_data_size();
+    default: return t.int32_data_size();  // FLOAT16 (16-bit patterns), INT32, INT16, INT8, UINT16, UINT8, BOOL
+  }
+}
+
+template <typename Src>
+void fill_from(runtime::NDArray a, const Src& values, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) a.set(i, double(values[int(i)]));
 }
 
 }  // namespace
@@ -108,44 +141,46 @@ runtime::NDArray tensor_to_array(const TP& t, const std::string& base_dir, const
   if (t.has_segment()) throw OnnxUnsupported(what + ": segmented tensors are not supported");
   DataType dtype = to_dtype(t.data_type(), what);
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    LOOM_CHECK(d >= 0, "{}: negative dim in {}", what, shape_str(shape));
-    LOOM_CHECK(d == 0 || n <= std::numeric_limits<int64_t>::max() / d, "{}: shape {} is too large", what, shape_str(shape));
-    n *= d;
-  }
-  runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
-  const size_t nbytes = size_t(n) * size_t(dtype.bytes());
-  auto copy_raw = [&](const std::string& raw) {
-    LOOM_CHECK(raw.size() == nbytes, "{}: {} bytes of data for {} {} elements ({} bytes)", what, raw.size(), n,
-               onnx_type_name(t.data_type()), nbytes);
-    std::memcpy(a.raw_data(), raw.data(), nbytes);  // ONNX raw data is little-endian, as is this host
-  };
+  // The sizes the dims imply are checked against the data present before anything is allocated.
+  const int64_t n = runtime::checked_element_count(shape, what);
+  const int64_t nbytes = runtime::checked_byte_count(shape, dtype, what);
   if (t.data_location() == TP::EXTERNAL) {
-    copy_raw(read_external(t, base_dir, what));
-    return a;
+    ExternalRange ext = external_range(t, base_dir, nbytes, what);
+    runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
+    std::ifstream in(ext.path, std::ios::binary);
+    LOOM_CHECK(in.good(), "{}: cannot open external data file {}", what, ext.path.string());
+    in.seekg(ext.offset);
+    in.read(static_cast<char*>(a.raw_data()), nbytes);
+    LOOM_CHECK(in.gcount() == nbytes, "{}: reading external data {} failed after {} of {} bytes", what,
+               ext.path.string(), in.gcount(), nbytes);
+    return a;  // ONNX data is little-endian, as is this host
   }
   if (t.has_raw_data()) {
-    copy_raw(t.raw_data());
+    const std::string& raw = t.raw_data();
+    LOOM_CHECK(int64_t(raw.size()) == nbytes, "{}: {} bytes of data for {} {} elements ({} bytes)", what, raw.size(), n,
+               onnx_type_name(t.data_type()), nbytes);
+    runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
+    std::memcpy(a.raw_data(), raw.data(), size_t(nbytes));
     return a;
   }
+  LOOM_CHECK(typed_count(t) == n, "{}: holds {} values but its dims {} say {}", what, typed_count(t), shape_str(shape),
+             n);
+  runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
   switch (t.data_type()) {
-    case TP::FLOAT: fill_from(a, t.float_data(), n, what); break;
-    case TP::DOUBLE: fill_from(a, t.double_data(), n, what); break;
-    case TP::INT64: fill_from(a, t.int64_data(), n, what); break;
+    case TP::FLOAT: fill_from(a, t.float_data(), n); break;
+    case TP::DOUBLE: fill_from(a, t.double_data(), n); break;
+    case TP::INT64: fill_from(a, t.int64_data(), n); break;
     case TP::UINT32:
     case TP::UINT64: {
-      LOOM_CHECK(int64_t(t.uint64_data_size()) == n, "{}: holds {} values but its dims say {}", what, t.uint64_data_size(), n);
-      if (dtype.bits() == 64) std::memcpy(a.raw_data(), t.uint64_data().data(), nbytes);
+      if (dtype.bits() == 64) std::memcpy(a.raw_data(), t.uint64_data().data(), size_t(nbytes));
       else for (int64_t i = 0; i < n; ++i) a.data<uint32_t>()[i] = uint32_t(t.uint64_data(int(i)));
       break;
     }
     case TP::FLOAT16: {  // int32_data holds the 16-bit patterns
-      LOOM_CHECK(int64_t(t.int32_data_size()) == n, "{}: holds {} values but its dims say {}", what, t.int32_data_size(), n);
       for (int64_t i = 0; i < n; ++i) a.data<uint16_t>()[i] = uint16_t(t.int32_data(int(i)));
       break;
     }
-    default: fill_from(a, t.int32_data(), n, what); break;  // INT32, INT16, INT8, UINT16, UINT8, BOOL
+    default: fill_from(a, t.int32_data(), n); break;  // INT32, INT16, INT8, UINT16, UINT8, BOOL
   }
   return a;
 }
@@ -155,12 +190,11 @@ runtime::NDArray tensor_to_array(const TP& t, const std::string& base_dir, const
 namespace loom::graph_opt {
 
 runtime::NDArray read_onnx_tensor(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  LOOM_CHECK(in.good(), "onnx: cannot open {}", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes = onnx_frontend::read_model_file(path);
   onnx::TensorProto t;
   LOOM_CHECK(t.ParseFromString(bytes), "onnx: {} is not a serialized TensorProto", path);
-  return onnx_frontend::tensor_to_array(t, std::filesystem::path(path).parent_path().string(), "onnx: " + path);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return onnx_frontend::tensor_to_array(t, dir.empty() ? "." : dir, "onnx: " + path);
 }
 
 

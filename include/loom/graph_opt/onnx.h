@@ -2,8 +2,8 @@
 // that includes ONNX's protobuf headers) is built when CMake finds Debian's libonnx-dev and
 // libprotobuf-dev; without them these functions throw loom::Error saying so.
 //
-// An ONNX model (opset 13 or later) becomes a Graph: graph inputs become inputs (with static
-// shapes), initializers and Constant nodes become constants, each node one or more registry
+// An ONNX model (opsets 13 to kNewestOnnxOpset) becomes a Graph: graph inputs become inputs
+// (with static shapes), initializers and Constant nodes become constants, each node one or more registry
 // operators with normalized attributes, and every node whose inputs are all constants (Shape,
 // the arithmetic on shapes that follows it, weight transposes, …) is evaluated at import.
 // Tensors of rank 0 are held as shape [1] (loom has no rank-0 tensors).
@@ -32,6 +32,11 @@ class OnnxUnsupported : public Error {
   /// (a shape, axes, pads, clip bounds): binding it (OnnxImportOptions::bind_inputs) helps.
   std::string constant_input;
 };
+
+/// The newest default-domain (ai.onnx) opset the importer reads; a model importing a newer
+/// one is refused with OnnxUnsupported. ONNX 1.23's, whose node tests the converters pass
+/// (tests/onnx).
+inline constexpr int kNewestOnnxOpset = 28;
 
 struct OnnxImportOptions {
   /// Static shapes of graph inputs whose ONNX type has symbolic or unknown dims, by input name.

@@ -19,9 +19,48 @@ namespace loom::graph_opt {
 /// the batch-norm parameters, which fold_constants turns into constants).
 Graph simplify_inference(const Graph& g);
 
+/// Bounds on what constant folding computes at compile time (fold_constants, and the ONNX
+/// importer's folding at import). A node past them is not folded: it stays an operator,
+/// computed at run time. Decided from the node's types and te computation, before evaluating.
+struct FoldLimits {
+  /// Bytes one node's results (and each step of its computation) may take, unless no more
+  /// than its largest input (a transpose or scaling of a big weight folds).
+  int64_t max_result_bytes = int64_t(64) << 20;
+  /// Element evaluations of one node (elements times reduction steps, summed over its steps).
+  int64_t max_work = int64_t(1) << 26;
+  /// Bytes of all results folded by one run together, or the bytes of the constants the
+  /// graph held before, if more (a network's weights transformed once); past it only small
+  /// results fold. Small, since each of the pipeline's folding runs may spend it again.
+  int64_t max_total_bytes = int64_t(32) << 20;
+  /// Results of at most this many bytes fold whatever the total.
+  int64_t small_result_bytes = int64_t(64) << 10;
+};
+
+/// One folding run's account against FoldLimits.
+class FoldBudget {
+ public:
+  /// `constant_bytes`: the bytes of the constants of the graph before folding.
+  explicit FoldBudget(const FoldLimits& limits = {}, int64_t constant_bytes = 0);
+  /// Whether op node `n` (outputs inferred) on constant inputs of types `inputs` may be
+  /// folded; when it may, its results are charged to the run. `where` prefixes errors of the
+  /// node's computation (attributes its operator rejects).
+  bool admit(const Node& n, const std::vector<TensorType>& inputs, const std::string& where);
+  /// Why the last refused node was refused.
+  const std::string& reason() const { return reason_; }
+
+ private:
+  FoldLimits limits_;
+  int64_t total_limit_ = 0;
+  int64_t used_bytes_ = 0;
+  std::string reason_;
+};
+
 /// Replaces every op node whose inputs are all constants by constants holding its outputs,
-/// computed at compile time with te::evaluate (so any constant subgraph folds, node by node).
+/// computed at compile time with te::evaluate (so any constant subgraph folds, node by node),
+/// within the default FoldLimits.
 Graph fold_constants(const Graph& g);
+/// fold_constants within `limits`.
+Graph fold_constants_within(const Graph& g, const FoldLimits& limits);
 
 /// Folds a per-output-channel scale and shift after conv2d/dense into its weights and bias:
 /// conv2d(x, W, b) * s + t → conv2d(x, W * s, b * s + t) (the new weights and bias are
