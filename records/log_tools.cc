@@ -13,7 +13,13 @@
 
 #include <fmt/ranges.h>
 
+#include "svg.h"
+
 namespace loom::records {
+
+using svg::nice_step;
+using svg::tick_label;
+using svg::xml_escape;
 
 std::vector<Record> read_logs(const std::vector<std::string>& paths, std::ostream* warn) {
   std::vector<Record> out;
@@ -60,35 +66,6 @@ std::vector<std::vector<const Record*>> group(const std::vector<Record>& all, Ke
 }
 
 std::string config_key(const Record& r) { return fmt::format("{}\n{}\n{}", r.workload.key(), r.target, r.config.index); }
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-/// A "nice" tick step (1, 2 or 5 times a power of ten) giving about `n` ticks over `range`.
-double nice_step(double range, int n) {
-  double raw = range / n;
-  double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  double norm = raw / mag;
-  double f = norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10;
-  return f * mag;
-}
-
-std::string tick_label(double v) {
-  if (std::fabs(v) < 1e-12) return "0";
-  return fmt::format("{:g}", v);
-}
 
 }  // namespace
 

@@ -9,37 +9,13 @@
 #include <map>
 
 #include "loom/records/record.h"
+#include "svg.h"
 
 namespace loom::records {
 
-namespace {
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-/// A tick step of 1, 2 or 5 times a power of ten giving about `n` ticks over `range`.
-double nice_step(double range, int n) {
-  double raw = range / n;
-  double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  double norm = raw / mag;
-  return (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag;
-}
-
-std::string tick_label(double v) { return std::fabs(v) < 1e-12 ? "0" : fmt::format("{:g}", v); }
-
-}  // namespace
+using svg::nice_step;
+using svg::tick_label;
+using svg::xml_escape;
 
 std::vector<TrialCurve> trial_curves(const std::string& path, std::ostream* warn) {
   std::vector<TrialCurve> curves;

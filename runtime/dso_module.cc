@@ -32,6 +32,7 @@
 #include "loom/runtime/c_runtime_api.h"
 #include "loom/runtime/error.h"
 #include "loom/runtime/module.h"
+#include "regular_file.h"
 
 namespace loom::runtime {
 
@@ -228,16 +229,9 @@ std::string machine_name(uint16_t m) {
 /// headers or loadable segments reach past its end (dlopen maps those pages, and touching
 /// them raises SIGBUS).
 void check_elf_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::file_status st = fs::status(path, ec);
-  LOOM_CHECK(fs::exists(st), "Module::load: no such file '{}'", path);
-  LOOM_CHECK(fs::is_regular_file(st), "Module::load: cannot open '{}': not a regular file ({})", path,
-             fs::is_directory(st) ? "a directory" : "a device, socket or pipe");
+  const uint64_t size = detail::regular_file_size(path, "Module::load");
   std::ifstream in(path, std::ios::binary);
   LOOM_CHECK(in.good(), "Module::load: cannot open '{}' for reading", path);
-  const uint64_t size = fs::file_size(path, ec);
-  LOOM_CHECK(!ec, "Module::load: cannot read the size of '{}': {}", path, ec.message());
   const std::string not_lib = fmt::format("Module::load: cannot open '{}': not a shared library of this machine", path);
   Elf64_Ehdr eh{};
   in.read(reinterpret_cast<char*>(&eh), sizeof eh);

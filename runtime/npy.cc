@@ -10,6 +10,7 @@
 
 #include "loom/runtime/error.h"
 #include "loom/runtime/shape.h"
+#include "regular_file.h"
 
 namespace loom::runtime {
 
@@ -87,14 +88,7 @@ std::string npy_descr(DataType t) {
 }
 
 NDArray load_npy(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::file_status st = fs::status(path, ec);
-  LOOM_CHECK(fs::exists(st), "load_npy: cannot open '{}': no such file", path);
-  LOOM_CHECK(fs::is_regular_file(st), "load_npy: cannot open '{}': not a regular file ({})", path,
-             fs::is_directory(st) ? "a directory" : "a device, socket or pipe");
-  const uint64_t file_size = fs::file_size(path, ec);
-  LOOM_CHECK(!ec, "load_npy: cannot read the size of '{}': {}", path, ec.message());
+  const uint64_t file_size = detail::regular_file_size(path, "load_npy");
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   LOOM_CHECK(in.good(), "load_npy: cannot open '{}': {}", path, errno ? std::strerror(errno) : "unknown error");
