@@ -1,4 +1,6 @@
 // Elementwise (unary, tag "elemwise") and broadcasting (binary, tag "broadcast") ops.
+#include <functional>
+
 #include "loom/te/ops.h"
 #include "op_util.h"
 
@@ -232,6 +234,122 @@ Tensor cast(const Tensor& x, DataType dtype, const std::string& name) {
   LOOM_CHECK(dtype.lanes() == 1 && dtype.bits() > 0, "cast: the target dtype must be a scalar type, got {}",
              dtype.str());
   return unary(x, "cast", name, [dtype](Expr v) { return te::cast(dtype, v); });
+}
+
+
+namespace {
+
+/// The floating-point constant v of x's dtype.
+auto consts(const Tensor& x) {
+  DataType t = x.dtype();
+  return [t](double v) { return detail::const_of(t, v); };
+}
+
+Expr softplus_e(Expr v, const std::function<Expr(double)>& c) {
+  return te::max(v, c(0.0)) + te::log(c(1.0) + te::exp(-te::abs(v)));
+}
+
+}  // namespace
+
+Tensor hard_sigmoid(const Tensor& x, double alpha, double beta, const std::string& name) {
+  check_float(x, "hard_sigmoid");
+  auto c = consts(x);
+  return unary(x, "hard_sigmoid", name,
+               [c, alpha, beta](Expr v) { return te::max(c(0.0), te::min(c(1.0), c(alpha) * v + c(beta))); });
+}
+Tensor hard_swish(const Tensor& x, const std::string& name) {
+  check_float(x, "hard_swish");
+  auto c = consts(x);
+  return unary(x, "hard_swish", name,
+               [c](Expr v) { return v * te::max(c(0.0), te::min(c(1.0), v * c(1.0 / 6.0) + c(0.5))); });
+}
+Tensor leaky_relu(const Tensor& x, double alpha, const std::string& name) {
+  check_float(x, "leaky_relu");
+  auto c = consts(x);
+  return unary(x, "leaky_relu", name, [c, alpha](Expr v) { return te::select(v < c(0.0), c(alpha) * v, v); });
+}
+Tensor elu(const Tensor& x, double alpha, const std::string& name) {
+  check_float(x, "elu");
+  auto c = consts(x);
+  return unary(x, "elu", name,
+               [c, alpha](Expr v) { return te::select(v > c(0.0), v, c(alpha) * (te::exp(v) - c(1.0))); });
+}
+Tensor selu(const Tensor& x, double alpha, double gamma, const std::string& name) {
+  check_float(x, "selu");
+  auto c = consts(x);
+  return unary(x, "selu", name, [c, alpha, gamma](Expr v) {
+    return c(gamma) * te::select(v > c(0.0), v, c(alpha) * (te::exp(v) - c(1.0)));
+  });
+}
+Tensor celu(const Tensor& x, double alpha, const std::string& name) {
+  check_float(x, "celu");
+  LOOM_CHECK(alpha != 0.0, "celu: alpha must not be 0");
+  auto c = consts(x);
+  return unary(x, "celu", name, [c, alpha](Expr v) {
+    return te::max(c(0.0), v) + te::min(c(0.0), c(alpha) * (te::exp(v / c(alpha)) - c(1.0)));
+  });
+}
+Tensor softplus(const Tensor& x, const std::string& name) {
+  check_float(x, "softplus");
+  std::function<Expr(double)> c = consts(x);
+  return unary(x, "softplus", name, [c](Expr v) { return softplus_e(v, c); });
+}
+Tensor softsign(const Tensor& x, const std::string& name) {
+  check_float(x, "softsign");
+  auto c = consts(x);
+  return unary(x, "softsign", name, [c](Expr v) { return v / (c(1.0) + te::abs(v)); });
+}
+Tensor thresholded_relu(const Tensor& x, double alpha, const std::string& name) {
+  check_float(x, "thresholded_relu");
+  auto c = consts(x);
+  return unary(x, "thresholded_relu", name, [c, alpha](Expr v) { return te::select(v > c(alpha), v, c(0.0)); });
+}
+Tensor mish(const Tensor& x, const std::string& name) {
+  check_float(x, "mish");
+  std::function<Expr(double)> c = consts(x);
+  return unary(x, "mish", name, [c](Expr v) { return v * te::tanh(softplus_e(v, c)); });
+}
+Tensor floor(const Tensor& x, const std::string& name) {
+  check_float(x, "floor");
+  return unary(x, "floor", name, [](Expr v) { return te::floor(v); });
+}
+Tensor ceil(const Tensor& x, const std::string& name) {
+  check_float(x, "ceil");
+  return unary(x, "ceil", name, [](Expr v) { return te::ceil(v); });
+}
+Tensor round(const Tensor& x, const std::string& name) {
+  check_float(x, "round");
+  auto c = consts(x);
+  // From floor alone, so that every backend rounds halves to even.
+  return unary(x, "round", name, [c](Expr v) {
+    Expr f = te::floor(v), d = v - f;
+    Expr odd = f - c(2.0) * te::floor(f * c(0.5)) != c(0.0);
+    return te::select(d > c(0.5) || (d == c(0.5) && odd), f + c(1.0), f);
+  });
+}
+Tensor reciprocal(const Tensor& x, const std::string& name) {
+  check_float(x, "reciprocal");
+  auto c = consts(x);
+  return unary(x, "reciprocal", name, [c](Expr v) { return c(1.0) / v; });
+}
+Tensor sin(const Tensor& x, const std::string& name) {
+  check_float(x, "sin");
+  DataType t = x.dtype();
+  return unary(x, "sin", name, [t](Expr v) { return te::call(t, "sin", {v}); });
+}
+Tensor cos(const Tensor& x, const std::string& name) {
+  check_float(x, "cos");
+  DataType t = x.dtype();
+  return unary(x, "cos", name, [t](Expr v) { return te::call(t, "cos", {v}); });
+}
+Tensor sign(const Tensor& x, const std::string& name) {
+  DataType t = x.dtype();
+  LOOM_CHECK(!t.is_bool(), "sign: x must be numeric, got {}", t.str());
+  return unary(x, "sign", name, [t](Expr v) {
+    Expr zero = make_zero(t);
+    if (t.is_uint()) return te::select(v > zero, make_const(t, int64_t(1)), zero);
+    return te::select(v > zero, make_const(t, int64_t(1)), te::select(v < zero, make_const(t, int64_t(-1)), v));
+  });
 }
 
 }  // namespace loom::te::ops

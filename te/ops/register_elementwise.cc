@@ -1,4 +1,6 @@
 // Registry entries of the elementwise (unary) and broadcast (binary, per-channel) operators.
+#include <functional>
+
 #include "register_ops.h"
 
 namespace loom::te::ops::detail {
@@ -80,6 +82,29 @@ OpDef bias_add_op() {
   return d;
 }
 
+/// A unary operator with float attributes, each with its default.
+struct FloatAttr {
+  const char* name;
+  double def;
+  const char* doc;
+};
+
+OpDef unary_attrs(std::string name, std::string doc, std::vector<FloatAttr> attrs,
+                  std::function<Tensor(const Tensor&, const std::vector<double>&, const std::string&)> f) {
+  OpDef d = unary(name, std::move(doc), nullptr);
+  std::vector<std::string> names;
+  for (const FloatAttr& fa : attrs) {
+    d.attrs.push_back(attr(fa.name, AttrKind::kFloat, fa.def, fa.doc));
+    names.push_back(fa.name);
+  }
+  d.compute = [f, names, name](const std::vector<Tensor>& in, const Attrs& a) -> std::vector<Tensor> {
+    std::vector<double> v;
+    for (const std::string& n : names) v.push_back(attr_float(a, n));
+    return {f(in[0], v, name)};
+  };
+  return d;
+}
+
 Tensor relu_f(const Tensor& x, const std::string& n) { return relu(x, n); }
 Tensor sigmoid_f(const Tensor& x, const std::string& n) { return sigmoid(x, n); }
 Tensor tanh_f(const Tensor& x, const std::string& n) { return tanh(x, n); }
@@ -89,11 +114,53 @@ Tensor log_f(const Tensor& x, const std::string& n) { return log(x, n); }
 Tensor abs_f(const Tensor& x, const std::string& n) { return abs(x, n); }
 Tensor neg_f(const Tensor& x, const std::string& n) { return negative(x, n); }
 Tensor erf_f(const Tensor& x, const std::string& n) { return erf(x, n); }
+Tensor hard_swish_f(const Tensor& x, const std::string& n) { return hard_swish(x, n); }
+Tensor softplus_f(const Tensor& x, const std::string& n) { return softplus(x, n); }
+Tensor softsign_f(const Tensor& x, const std::string& n) { return softsign(x, n); }
+Tensor mish_f(const Tensor& x, const std::string& n) { return mish(x, n); }
+Tensor floor_f(const Tensor& x, const std::string& n) { return floor(x, n); }
+Tensor ceil_f(const Tensor& x, const std::string& n) { return ceil(x, n); }
+Tensor round_f(const Tensor& x, const std::string& n) { return round(x, n); }
+Tensor reciprocal_f(const Tensor& x, const std::string& n) { return reciprocal(x, n); }
+Tensor sin_f(const Tensor& x, const std::string& n) { return sin(x, n); }
+Tensor cos_f(const Tensor& x, const std::string& n) { return cos(x, n); }
+Tensor sign_f(const Tensor& x, const std::string& n) { return sign(x, n); }
+
+std::vector<OpDef> activation_ops_list() {
+  using V = std::vector<double>;
+  using S = std::string;
+  return {
+      unary_attrs("hard_sigmoid", "max(0, min(1, alpha x + beta))", {{"alpha", 0.2, "slope"}, {"beta", 0.5, "offset"}},
+                  [](const Tensor& x, const V& a, const S& n) { return hard_sigmoid(x, a[0], a[1], n); }),
+      unary("hard_swish", "x max(0, min(1, x / 6 + 1/2))", hard_swish_f),
+      unary_attrs("leaky_relu", "x for x >= 0, alpha x below", {{"alpha", 0.01, "slope below 0"}},
+                  [](const Tensor& x, const V& a, const S& n) { return leaky_relu(x, a[0], n); }),
+      unary_attrs("elu", "x for x > 0, alpha (e^x - 1) otherwise", {{"alpha", 1.0, "scale below 0"}},
+                  [](const Tensor& x, const V& a, const S& n) { return elu(x, a[0], n); }),
+      unary_attrs("selu", "gamma x for x > 0, gamma alpha (e^x - 1) otherwise",
+                  {{"alpha", 1.67326319217681884765625, "scale below 0"}, {"gamma", 1.05070102214813232421875, "overall scale"}},
+                  [](const Tensor& x, const V& a, const S& n) { return selu(x, a[0], a[1], n); }),
+      unary_attrs("celu", "max(0, x) + min(0, alpha (e^(x / alpha) - 1))", {{"alpha", 1.0, "scale (not 0)"}},
+                  [](const Tensor& x, const V& a, const S& n) { return celu(x, a[0], n); }),
+      unary("softplus", "log(1 + e^x)", softplus_f),
+      unary("softsign", "x / (1 + |x|)", softsign_f),
+      unary_attrs("thresholded_relu", "x for x > alpha, 0 otherwise", {{"alpha", 1.0, "threshold"}},
+                  [](const Tensor& x, const V& a, const S& n) { return thresholded_relu(x, a[0], n); }),
+      unary("mish", "x tanh(softplus(x))", mish_f),
+      unary("floor", "round down", floor_f),
+      unary("ceil", "round up", ceil_f),
+      unary("round", "round to nearest, halves to even", round_f),
+      unary("reciprocal", "1 / x", reciprocal_f),
+      unary("sin", "sine", sin_f),
+      unary("cos", "cosine", cos_f),
+      unary("sign", "-1, 0 or 1 by the sign of x", sign_f),
+  };
+}
 
 }  // namespace
 
 std::vector<OpDef> elementwise_ops() {
-  return {unary("relu", "max(x, 0)", relu_f),
+  std::vector<OpDef> ops = {unary("relu", "max(x, 0)", relu_f),
           unary("sigmoid", "1 / (1 + exp(-x))", sigmoid_f),
           unary("tanh", "tanh(x)", tanh_f),
           unary("exp", "e^x", exp_f),
@@ -113,6 +180,8 @@ std::vector<OpDef> elementwise_ops() {
           binary("minimum", "min(lhs, rhs)", minimum),
           binary("pow", "lhs ** rhs", power),
           bias_add_op()};
+  for (OpDef& d : activation_ops_list()) ops.push_back(std::move(d));
+  return ops;
 }
 
 }  // namespace loom::te::ops::detail

@@ -32,12 +32,14 @@ import sys
 import time
 import warnings
 
-# The operators of issue 22, by ONNX name (default domain). Shape and Constant are folded at
+# The operators of issues 22 and 32, by ONNX name (default domain). Shape and Constant are folded at
 # import.
 SUPPORTED_OPS = (
     "Conv ConvTranspose Gemm MatMul Add Sub Mul Div Relu Clip Sigmoid Tanh Erf Gelu Sqrt Pow "
     "BatchNormalization MaxPool AveragePool GlobalAveragePool Softmax LayerNormalization "
-    "ReduceMean Reshape Flatten Transpose Concat Pad Squeeze Unsqueeze Gather Cast Shape Constant"
+    "ReduceMean Reshape Flatten Transpose Concat Pad Squeeze Unsqueeze Gather Cast Shape Constant "
+    "Abs Neg Sign Exp Log Ceil Floor Round Reciprocal Sin Cos HardSigmoid HardSwish LeakyRelu Elu Selu "
+    "Celu Softplus Softsign ThresholdedRelu Mish"
 ).split()
 
 FORMAT_VERSION = 1  # of the layout and manifest this script writes; part of the stamp

@@ -1,8 +1,11 @@
 // Converters of ONNX's elementwise operators: Add, Sub, Mul, Div, Pow, Relu, Sigmoid, Tanh,
-// Erf, Sqrt, Clip, Gelu, Cast.
+// Erf, Sqrt, Clip, Gelu, Cast, Abs, Neg, Sign, Exp, Log, Ceil, Floor, Round, Reciprocal, Sin, Cos
+// and the activations HardSigmoid, HardSwish, LeakyRelu, Elu, Selu, Celu, Softplus, Softsign,
+// ThresholdedRelu, Mish.
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <tuple>
 
 #include "onnx_importer.h"
 
@@ -68,6 +71,18 @@ Converter unary(const char* loom_op, bool float_only) {
   };
 }
 
+/// A unary activation with float attributes: (ONNX name, loom name, default) each.
+Converter activation(const char* loom_op, std::vector<std::tuple<const char*, const char*, double>> attrs) {
+  return [loom_op, attrs](Importer& im) {
+    Value x = im.input(0);
+    if (!im.type(x).dtype.is_float())
+      im.unsupported(fmt::format("input type {} (loom's {} takes floating point)", im.type(x).dtype.str(), loom_op));
+    te::ops::Attrs a;
+    for (auto [onnx_name, loom_name, def] : attrs) a[loom_name] = im.attr_float(onnx_name, def);
+    im.set_output(0, im.op(loom_op, {x}, a), im.input_scalar(0));
+  };
+}
+
 void clip(Importer& im) {
   Value x = im.input(0);
   DataType t = im.type(x).dtype;
@@ -117,6 +132,27 @@ void add_elementwise_converters(std::map<std::string, Converter>& m) {
   m["Clip"] = clip;
   m["Gelu"] = gelu;
   m["Cast"] = cast;
+  m["Abs"] = unary("abs", false);
+  m["Neg"] = unary("negative", false);
+  m["Sign"] = unary("sign", false);
+  m["Exp"] = unary("exp", true);
+  m["Log"] = unary("log", true);
+  m["Ceil"] = unary("ceil", true);
+  m["Floor"] = unary("floor", true);
+  m["Round"] = unary("round", true);
+  m["Reciprocal"] = unary("reciprocal", true);
+  m["Sin"] = unary("sin", true);
+  m["Cos"] = unary("cos", true);
+  m["HardSigmoid"] = activation("hard_sigmoid", {{"alpha", "alpha", 0.2}, {"beta", "beta", 0.5}});
+  m["HardSwish"] = unary("hard_swish", true);
+  m["LeakyRelu"] = activation("leaky_relu", {{"alpha", "alpha", 0.01}});
+  m["Elu"] = activation("elu", {{"alpha", "alpha", 1.0}});
+  m["Selu"] = activation("selu", {{"alpha", "alpha", 1.67326319217681884765625}, {"gamma", "gamma", 1.05070102214813232421875}});
+  m["Celu"] = activation("celu", {{"alpha", "alpha", 1.0}});
+  m["Softplus"] = unary("softplus", true);
+  m["Softsign"] = unary("softsign", true);
+  m["ThresholdedRelu"] = activation("thresholded_relu", {{"alpha", "alpha", 1.0}});
+  m["Mish"] = unary("mish", true);
 }
 
 }  // namespace loom::graph_opt::onnx_frontend

@@ -203,6 +203,38 @@ Tensor gelu(const Tensor& x, bool tanh_approximation = false, const std::string&
 /// Each element converted to `dtype`.
 Tensor cast(const Tensor& x, DataType dtype, const std::string& name = "cast");
 
+/// Activations and rounding, floating point only (as ONNX defines them). Tag "elemwise".
+/// max(0, min(1, alpha x + beta)).
+Tensor hard_sigmoid(const Tensor& x, double alpha = 0.2, double beta = 0.5, const std::string& name = "hard_sigmoid");
+/// x * max(0, min(1, x / 6 + 1/2)).
+Tensor hard_swish(const Tensor& x, const std::string& name = "hard_swish");
+/// x for x >= 0, alpha x below.
+Tensor leaky_relu(const Tensor& x, double alpha = 0.01, const std::string& name = "leaky_relu");
+/// x for x > 0, alpha (e^x - 1) otherwise.
+Tensor elu(const Tensor& x, double alpha = 1.0, const std::string& name = "elu");
+/// gamma x for x > 0, gamma alpha (e^x - 1) otherwise.
+Tensor selu(const Tensor& x, double alpha = 1.67326319217681884765625, double gamma = 1.05070102214813232421875,
+            const std::string& name = "selu");
+/// max(0, x) + min(0, alpha (e^(x / alpha) - 1)); alpha must not be 0.
+Tensor celu(const Tensor& x, double alpha = 1.0, const std::string& name = "celu");
+/// log(1 + e^x), computed as max(x, 0) + log(1 + e^-|x|).
+Tensor softplus(const Tensor& x, const std::string& name = "softplus");
+/// x / (1 + |x|).
+Tensor softsign(const Tensor& x, const std::string& name = "softsign");
+/// x for x > alpha, 0 otherwise.
+Tensor thresholded_relu(const Tensor& x, double alpha = 1.0, const std::string& name = "thresholded_relu");
+/// x * tanh(softplus(x)).
+Tensor mish(const Tensor& x, const std::string& name = "mish");
+Tensor floor(const Tensor& x, const std::string& name = "floor");
+Tensor ceil(const Tensor& x, const std::string& name = "ceil");
+/// Rounds to the nearest integer, halves to the even one.
+Tensor round(const Tensor& x, const std::string& name = "round");
+Tensor reciprocal(const Tensor& x, const std::string& name = "reciprocal");
+Tensor sin(const Tensor& x, const std::string& name = "sin");
+Tensor cos(const Tensor& x, const std::string& name = "cos");
+/// -1, 0 or 1 by the sign of x (any numeric dtype; a NaN stays NaN).
+Tensor sign(const Tensor& x, const std::string& name = "sign");
+
 // ---------------------------------------------------------------- reductions
 enum class ReduceKind : uint8_t { kSum, kMean, kMax, kMin };
 /// Reduces `axes` (negative count from the end; empty: all) with sum, mean, max or min; with
