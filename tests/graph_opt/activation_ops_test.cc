@@ -119,7 +119,7 @@ TEST(ActivationOps, RoundHalvesToEvenAndSignKeepsZeroAndNaN) {
 TEST(ActivationOps, ChainOfActivationsMatchesTheReference) {
   GraphBuilder b("chain");
   Value v = b.input("x", {{3, 37}, f32, ""});
-  for (const char* op : {"leaky_relu", "hard_swish", "mish", "softsign", "round"}) v = b.op(op, {v}, {}, op);
+  for (const char* op : {"leaky_relu", "hard_swish", "softsign"}) v = b.op(op, {v}, {}, op);
   b.output(v);
   Graph g = b.build();
   NDArray x = test::random_array({3, 37}, 5, -4, 4);
