@@ -151,7 +151,7 @@ const std::unordered_map<std::string, CodeGenLLVM::IntrinsicLowering>& CodeGenLL
     // Float intrinsics LLVM has a unary intrinsic for.
     static const std::pair<const char*, llvm::Intrinsic::ID> unary[] = {
         {"exp", llvm::Intrinsic::exp},     {"log", llvm::Intrinsic::log},     {"sqrt", llvm::Intrinsic::sqrt},
-        {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},   {"round", llvm::Intrinsic::round},
+        {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},   {"round", llvm::Intrinsic::roundeven},
         {"trunc", llvm::Intrinsic::trunc}, {"exp2", llvm::Intrinsic::exp2},   {"log2", llvm::Intrinsic::log2},
         {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos},
     };

@@ -319,13 +319,7 @@ Tensor ceil(const Tensor& x, const std::string& name) {
 }
 Tensor round(const Tensor& x, const std::string& name) {
   check_float(x, "round");
-  auto c = consts(x);
-  // From floor alone, so that every backend rounds halves to even.
-  return unary(x, "round", name, [c](Expr v) {
-    Expr f = te::floor(v), d = v - f;
-    Expr odd = f - c(2.0) * te::floor(f * c(0.5)) != c(0.0);
-    return te::select(d > c(0.5) || (d == c(0.5) && odd), f + c(1.0), f);
-  });
+  return unary(x, "round", name, [](Expr v) { return te::round(v); });
 }
 Tensor reciprocal(const Tensor& x, const std::string& name) {
   check_float(x, "reciprocal");

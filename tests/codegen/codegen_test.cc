@@ -297,7 +297,7 @@ TEST(Codegen, FloatIntrinsics) {
     if (name == "fabs") return std::fabs(x);
     if (name == "floor") return std::floor(x);
     if (name == "ceil") return std::ceil(x);
-    if (name == "round") return std::round(x);
+    if (name == "round") return std::nearbyint(x);
     if (name == "trunc") return std::trunc(x);
     return std::erf(x);
   };
