@@ -196,6 +196,21 @@ void check_float(const Tensor& x, const char* op) {
   LOOM_CHECK(x.dtype().is_float(), "{}: x must be floating point, got {}", op, x.dtype().str());
 }
 
+/// The floating-point constant v of x's dtype.
+std::function<Expr(double)> consts(const Tensor& x) {
+  DataType t = x.dtype();
+  return [t](double v) { return detail::const_of(t, v); };
+}
+
+Expr softplus_e(Expr v, const std::function<Expr(double)>& c) {
+  return te::max(v, c(0.0)) + te::log(c(1.0) + te::exp(-te::abs(v)));
+}
+
+/// x for x > 0, alpha (e^x - 1) otherwise: elu, and selu before its scale.
+Expr elu_e(Expr v, double alpha, const std::function<Expr(double)>& c) {
+  return te::select(v > c(0.0), v, c(alpha) * (te::exp(v) - c(1.0)));
+}
+
 }  // namespace
 
 Tensor sqrt(const Tensor& x, const std::string& name) {
@@ -219,8 +234,7 @@ Tensor erf(const Tensor& x, const std::string& name) {
 
 Tensor gelu(const Tensor& x, bool tanh_approximation, const std::string& name) {
   check_float(x, "gelu");
-  DataType t = x.dtype();
-  auto c = [t](double v) { return detail::const_of(t, v); };
+  auto c = consts(x);
   if (tanh_approximation) {
     return unary(x, "gelu", name, [c](Expr v) {
       Expr inner = c(0.7978845608028654) * (v + c(0.044715) * v * v * v);
@@ -235,21 +249,6 @@ Tensor cast(const Tensor& x, DataType dtype, const std::string& name) {
              dtype.str());
   return unary(x, "cast", name, [dtype](Expr v) { return te::cast(dtype, v); });
 }
-
-
-namespace {
-
-/// The floating-point constant v of x's dtype.
-auto consts(const Tensor& x) {
-  DataType t = x.dtype();
-  return [t](double v) { return detail::const_of(t, v); };
-}
-
-Expr softplus_e(Expr v, const std::function<Expr(double)>& c) {
-  return te::max(v, c(0.0)) + te::log(c(1.0) + te::exp(-te::abs(v)));
-}
-
-}  // namespace
 
 Tensor hard_sigmoid(const Tensor& x, double alpha, double beta, const std::string& name) {
   check_float(x, "hard_sigmoid");
@@ -271,15 +270,12 @@ Tensor leaky_relu(const Tensor& x, double alpha, const std::string& name) {
 Tensor elu(const Tensor& x, double alpha, const std::string& name) {
   check_float(x, "elu");
   auto c = consts(x);
-  return unary(x, "elu", name,
-               [c, alpha](Expr v) { return te::select(v > c(0.0), v, c(alpha) * (te::exp(v) - c(1.0))); });
+  return unary(x, "elu", name, [c, alpha](Expr v) { return elu_e(v, alpha, c); });
 }
 Tensor selu(const Tensor& x, double alpha, double gamma, const std::string& name) {
   check_float(x, "selu");
   auto c = consts(x);
-  return unary(x, "selu", name, [c, alpha, gamma](Expr v) {
-    return c(gamma) * te::select(v > c(0.0), v, c(alpha) * (te::exp(v) - c(1.0)));
-  });
+  return unary(x, "selu", name, [c, alpha, gamma](Expr v) { return c(gamma) * elu_e(v, alpha, c); });
 }
 Tensor celu(const Tensor& x, double alpha, const std::string& name) {
   check_float(x, "celu");
@@ -291,7 +287,7 @@ Tensor celu(const Tensor& x, double alpha, const std::string& name) {
 }
 Tensor softplus(const Tensor& x, const std::string& name) {
   check_float(x, "softplus");
-  std::function<Expr(double)> c = consts(x);
+  auto c = consts(x);
   return unary(x, "softplus", name, [c](Expr v) { return softplus_e(v, c); });
 }
 Tensor softsign(const Tensor& x, const std::string& name) {
@@ -306,7 +302,7 @@ Tensor thresholded_relu(const Tensor& x, double alpha, const std::string& name) 
 }
 Tensor mish(const Tensor& x, const std::string& name) {
   check_float(x, "mish");
-  std::function<Expr(double)> c = consts(x);
+  auto c = consts(x);
   return unary(x, "mish", name, [c](Expr v) { return v * te::tanh(softplus_e(v, c)); });
 }
 Tensor floor(const Tensor& x, const std::string& name) {

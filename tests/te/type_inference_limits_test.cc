@@ -1,9 +1,11 @@
-// Type inference of the convolution and pooling operators on inputs of the wrong rank and
-// on window attributes past int32: errors naming the operator and the problem, never a
-// wrapped extent.
+// Type inference on shapes past the integer limits: convolution and pooling inputs of the
+// wrong rank and window attributes past int32, and shapes whose element count does not fit
+// in 64 bits (fuzz finding F4): errors naming the operator and the problem, never a wrapped
+// extent or count.
 #include <gtest/gtest.h>
 
 #include "loom/runtime/error.h"
+#include "loom/runtime/shape.h"
 #include "loom/te/op_registry.h"
 
 namespace loom::te::ops {
@@ -51,6 +53,32 @@ TEST(ConvShapeChecks, WindowAttributesPast2To31) {
   EXPECT_NE(e.find("attribute 'dilation' must be positive and below 2^31"), std::string::npos) << e;
   e = infer_error("max_pool2d", {in[0]}, {{"pool_size", std::vector<int64_t>{big, 2}}});
   EXPECT_NE(e.find("attribute 'pool_size' must be positive and below 2^31"), std::string::npos) << e;
+}
+
+TEST(ShapeOverflow, ReshapeToAShapeWhoseCountWraps) {
+  const std::vector<TensorType> x{{{2, 8}, f32, ""}};
+  // 3 * 8 * (2^63-2) * 3 wraps to -144.
+  std::string e = infer_error("reshape", x, {{"newshape", std::vector<int64_t>{3, 0, INT64_MAX - 1, 3}}});
+  EXPECT_NE(e.find("reshape: the new shape 3x8x9223372036854775806x3 has more than 2^63-1 elements"), std::string::npos)
+      << e;
+  EXPECT_EQ(e.find("-144"), std::string::npos) << e;
+  // (2^62+1) * 4 wraps to exactly x's 4 elements... of a [4] input.
+  e = infer_error("reshape", {{{4}, f32, ""}}, {{"newshape", std::vector<int64_t>{(int64_t(1) << 62) + 1, 4}}});
+  EXPECT_NE(e.find("has more than 2^63-1 elements"), std::string::npos) << e;
+  EXPECT_EQ(infer_error("reshape", x, {{"newshape", std::vector<int64_t>{4, -1}}}), "");
+}
+
+TEST(ShapeOverflow, CheckedElementCount) {
+  EXPECT_EQ(runtime::checked_element_count({2, 3, 4}, "t"), 24);
+  EXPECT_EQ(runtime::checked_element_count({int64_t(1) << 62, 0}, "t"), 0);
+  try {
+    runtime::checked_element_count({1, 3, 16, int64_t(1) << 62}, "input 'x'");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'x': shape [1, 3, 16, 4611686018427387904] has more than 2^63-1 elements"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
