@@ -15,6 +15,7 @@
 #include "loom/graph_opt/serialize.h"
 #include "../records/json_limits.h"
 #include "loom/runtime/error.h"
+#include "loom/runtime/suggest.h"
 #include "model_format.h"
 
 namespace loom::graph_opt {
@@ -335,8 +336,10 @@ Graph parse_graph(const json& doc, const std::string& source, const std::string&
     } else {
       std::string op = f.str("op");
       const te::ops::OpDef* def = te::ops::find_op(op);
-      LOOM_CHECK(def, "{}: unknown operator '{}' (registered: {})", r.where, op,
-                 fmt::format("{}", fmt::join(te::ops::op_names(), ", ")));
+      LOOM_CHECK(def, "{}: unknown operator '{}'{} (registered: {})", r.where, op, [&] {
+        std::string hint = did_you_mean(op, te::ops::op_names());
+        return hint.empty() ? hint : "; " + hint;
+      }(), fmt::format("{}", fmt::join(te::ops::op_names(), ", ")));
       Attrs attrs;
       if (f.has("attrs")) {
         const json& ja = f.get("attrs");

@@ -135,6 +135,8 @@ TEST(GraphJson, MalformedFilesNameTheNode) {
       {"op of the wrong kind", edit(text, R"("op": "relu")", R"("op": 7)"), {"node 'relu'", "\"op\""}},
       {"unknown op", edit(text, R"("op": "relu")", R"("op": "relu9")"),
        {"model.json", "node 'relu'", "unknown operator 'relu9'"}},
+      {"mistyped op", edit(text, R"("op": "relu")", R"("op": "rleu")"),
+       {"node 'relu'", "unknown operator 'rleu'; did you mean", "'relu'?"}},
       {"unknown attribute", edit(text, R"("groups":1,)", R"("groups":1,"stride_h":2,)"), {"node 'conv'", "stride_h"}},
       {"attribute of the wrong kind", edit(text, R"("groups":1,)", R"("groups":"one",)"), {"node 'conv'", "groups"}},
       {"missing name", edit(text, R"("name": "relu",)", ""), {"model.json", "\"name\""}},
