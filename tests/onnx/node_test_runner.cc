@@ -211,19 +211,31 @@ fs::path model_file(const fs::path& dir) {
 
 /// Imports the case for one data set (a model.json is loaded as it is). A graph input that
 /// loom needs at import (a shape, axes, pads, clip bounds given as an input rather than an
-/// initializer) is bound to the data set's value, as TVM's freeze_params does; every other
-/// input stays an input.
-loom::graph_opt::Graph import_for(const fs::path& dir, const fs::path& set, const std::vector<std::string>& names) {
+/// initializer) is bound to the data set's value, as TVM's freeze_params does; so are the
+/// inputs the manifest entry lists under "bind" (the real-model corpus's sample rate, which an
+/// If branches on). With "fix_input_shapes" (the corpus's models, exported with symbolic dims)
+/// every input's shape is the data set's. Every other input stays an input.
+loom::graph_opt::Graph import_for(const fs::path& dir, const fs::path& set, const nlohmann::json& entry) {
   if (model_file(dir).extension() == ".json") return loom::graph_opt::load_graph(model_file(dir).string());
+  const auto names = entry.at("inputs").get<std::vector<std::string>>();
+  auto input_value = [&](const std::string& name) {
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) throw std::runtime_error("the manifest lists no graph input '" + name + "'");
+    return loom::graph_opt::read_onnx_tensor((set / fmt::format("input_{}.pb", it - names.begin())).string());
+  };
   loom::graph_opt::OnnxImportOptions opt;
+  if (entry.contains("bind"))
+    for (const auto& name : entry.at("bind")) opt.bind_inputs[name.get<std::string>()] = input_value(name.get<std::string>());
+  if (entry.value("fix_input_shapes", false))
+    for (const std::string& name : names)
+      if (!opt.bind_inputs.count(name)) opt.input_shapes[name] = input_value(name).shape();
   for (;;) {
     try {
       return loom::graph_opt::import_onnx((dir / "model.onnx").string(), opt);
     } catch (const loom::graph_opt::OnnxUnsupported& e) {
-      auto it = std::find(names.begin(), names.end(), e.constant_input);
-      if (e.constant_input.empty() || opt.bind_inputs.count(e.constant_input) || it == names.end()) throw;
-      opt.bind_inputs[e.constant_input] =
-          loom::graph_opt::read_onnx_tensor((set / fmt::format("input_{}.pb", it - names.begin())).string());
+      const std::string& name = e.constant_input;
+      if (name.empty() || opt.bind_inputs.count(name) || std::find(names.begin(), names.end(), name) == names.end()) throw;
+      opt.bind_inputs[name] = input_value(name);
     }
   }
 }
@@ -259,7 +271,7 @@ std::string run_case(const fs::path& dir, const std::string& mode, bool* loose) 
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return "no test_data_set_N folder";
   for (const fs::path& set : sets) {
-    Graph g = import_for(dir, set, names);
+    Graph g = import_for(dir, set, entry);
     std::vector<NDArray> args;
     for (int node : g.input_nodes()) {
       const auto& t = g.nodes[size_t(node)].outputs[0];
@@ -506,7 +518,7 @@ int main(int argc, char** argv) {
     if (!rule_used[i] && filter == ".*")
       std::cout << "note: skip rule '" << skips[i].text << "' matches no case\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << fmt::format("ONNX node tests: {} cases, modes {}, rtol {:g} atol {:g}, {:.0f} s\n", cases.size(), modes_arg,
+  std::cout << fmt::format("{}: {} cases, modes {}, rtol {:g} atol {:g}, {:.0f} s\n", fs::path(cases_dir).filename().string(), cases.size(), modes_arg,
                            g_rtol, g_atol, secs);
   if (skipped) {
     std::cout << "skipped, by category:\n";
