@@ -1,10 +1,12 @@
-// Converters of ONNX's quantization operators: QuantizeLinear, DequantizeLinear (per tensor,
-// per axis and blocked), DynamicQuantizeLinear, MatMulInteger and QLinearMatMul, written with
-// the registry's elementwise operators, reductions and matmuls so that they follow ONNX's
-// reference arithmetic: quantize rounds x / scale half to even, adds the zero point and
-// saturates; dequantize subtracts the zero point and multiplies by the scale in float32; the
-// integer matmuls accumulate exactly in int32.
+// Converters of ONNX's quantization operators: QuantizeLinear and DequantizeLinear (per tensor,
+// per axis and blocked; the registry's quantize and dequantize), DynamicQuantizeLinear,
+// MatMulInteger and QLinearMatMul (integer matmuls accumulating exactly in int32), following
+// ONNX's reference arithmetic. A QuantizeLinear of a convolution of dequantized data and
+// weights (the QDQ form quantizers write) becomes the integer convolution that integer kernels
+// compute: int32 accumulation of the zero-point-centered values plus the int32 bias, requantized
+// by x_scale·w_scale / y_scale.
 #include <cmath>
+#include <optional>
 
 #include "onnx_importer.h"
 
@@ -58,6 +60,63 @@ Value saturate(Importer& im, Value rounded_plus_zp, DataType out) {
   return cast_to(im, c, out);
 }
 
+/// The float32 array of a constant value, or null.
+const runtime::NDArray* constant_f32(Importer& im, Value v) {
+  const runtime::NDArray* a = im.constant_of(v);
+  return a && a->dtype() == DataType::Float(32) ? a : nullptr;
+}
+
+/// quantize(conv2d(dequantize(xq), dequantize(wq)[, dequantize(bias_q)]), y_scale, y_zero_point)
+/// as requantize(conv2d(xq - x_zp, wq - w_zp[, bias_q]) in int32, x_scale·w_scale / y_scale):
+/// when x's scale and zero point are one value each, w's one per output channel (or one), the
+/// bias (if any) int32 with zero point 0 and scale x_scale·w_scale, all constants, and y's scale
+/// and zero point one value each. Null (the float path) otherwise.
+std::optional<Value> integer_conv(Importer& im, Value y, Value y_scale, Value y_zp, DataType out) {
+  const Node conv = im.graph().nodes.at(size_t(y.node));  // a copy: emitting below grows the graph
+  if (!conv.is_op() || conv.op != "conv2d" || conv.inputs.size() < 2) return std::nullopt;
+  const Importer::Dequantized* x = im.dequantized(conv.inputs[0]);
+  const Importer::Dequantized* w = im.dequantized(conv.inputs[1]);
+  if (!x || !w) return std::nullopt;
+  const runtime::NDArray *xs = constant_f32(im, x->scale), *ws = constant_f32(im, w->scale), *ys = constant_f32(im, y_scale);
+  if (!xs || !ws || !ys || xs->numel() != 1 || ys->numel() != 1 || !im.constant_of(x->zero_point) ||
+      !im.constant_of(w->zero_point) || !im.constant_of(y_zp) || product(im.type(y_zp).shape) != 1)
+    return std::nullopt;
+  const int64_t channels = im.type(conv.inputs[1]).shape.at(0);
+  const std::vector<int64_t> wss = im.type(w->scale).shape;  // [C,1,1,1] or [1,1,1,1]
+  if (ws->numel() != 1 && (ws->numel() != channels || wss.empty() || wss[0] != channels)) return std::nullopt;
+  if (product(im.type(w->zero_point).shape) != 1 && im.type(w->zero_point).shape != wss) return std::nullopt;
+  // The multiplier per output channel, in float32 as integer kernels compute it: (xs · ws) / ys.
+  runtime::NDArray mult = runtime::NDArray::empty({1, channels, 1, 1}, DataType::Float(32));
+  runtime::NDArray bias_scale = runtime::NDArray::empty({channels}, DataType::Float(32));
+  const float x_s = xs->data<float>()[0], y_s = ys->data<float>()[0];
+  for (int64_t c = 0; c < channels; ++c) {
+    const float w_s = ws->data<float>()[ws->numel() == 1 ? 0 : c];
+    bias_scale.data<float>()[c] = x_s * w_s;
+    mult.data<float>()[c] = (x_s * w_s) / y_s;
+  }
+  std::vector<Value> inputs;
+  const DataType i32 = DataType::Int(32);
+  auto centered = [&](const Importer::Dequantized& d) {
+    return im.op("subtract", {cast_to(im, d.q, i32), cast_to(im, d.zero_point, i32)});
+  };
+  inputs.push_back(centered(*x));
+  inputs.push_back(centered(*w));
+  if (conv.inputs.size() > 2) {
+    const Importer::Dequantized* b = im.dequantized(conv.inputs[2]);
+    if (!b || im.type(b->q).dtype != i32) return std::nullopt;
+    const runtime::NDArray *bs = constant_f32(im, b->scale), *bz = im.constant_of(b->zero_point);
+    if (!bs || !bz || bs->numel() != channels && bs->numel() != 1) return std::nullopt;
+    for (int64_t c = 0; c < channels; ++c)
+      if (bs->data<float>()[bs->numel() == 1 ? 0 : c] != bias_scale.data<float>()[c] || bz->get(0) != 0 ||
+          (bz->numel() > 1 && bz->get(c) != 0))
+        return std::nullopt;
+    inputs.push_back(b->q);
+  }
+  Value acc = im.op("conv2d", inputs, conv.attrs);
+  return im.op("requantize", {acc, im.constant(mult, "multiplier"), im.reshape(y_zp, {1, 1, 1, 1})},
+               {{"dtype", out.str()}});
+}
+
 void quantize_linear(Importer& im) {
   const std::vector<int64_t> xs = im.input_shape(0);
   Value x = im.input(0), scale = im.input(1);
@@ -82,10 +141,11 @@ void quantize_linear(Importer& im) {
     if (!work.is_float()) im.invalid(fmt::format("precision must be a floating-point type, got {}", work.str()));
   }
   Value s = cast_to(im, along_axis(im, scale, im.input_shape(1), xs, axis, block, "y_scale"), work);
-  Value q = im.op("round", {im.op("divide", {cast_to(im, x, work), s})});
-  if (im.has_input(2))
-    q = im.op("add", {q, cast_to(im, along_axis(im, im.input(2), im.input_shape(2), xs, axis, block, "y_zero_point"), work)});
-  im.set_output(0, saturate(im, q, out), im.input_scalar(0));
+  Value z = im.has_input(2) ? along_axis(im, im.input(2), im.input_shape(2), xs, axis, block, "y_zero_point")
+                            : im.scalar(0, out, std::max<size_t>(xs.size(), 1), "zero_point");
+  if (work == xt && xt == DataType::Float(32))
+    if (std::optional<Value> y = integer_conv(im, x, s, z, out)) return im.set_output(0, *y, im.input_scalar(0));
+  im.set_output(0, im.op("quantize", {cast_to(im, x, work), s, z}, {{"dtype", out.str()}}), im.input_scalar(0));
 }
 
 void dequantize_linear(Importer& im) {
@@ -98,16 +158,14 @@ void dequantize_linear(Importer& im) {
   DataType out = st;
   if (im.opset() >= 23 && im.has_attr("output_dtype") && im.attr_int("output_dtype") != 0)
     out = to_dtype(int(im.attr_int("output_dtype")), im.where() + ": output_dtype");
-  const DataType f32 = DataType::Float(32);
-  Value dx = cast_to(im, im.input(0), f32);
-  if (im.has_input(2)) {
-    if (im.input_dtype(2) != xt)
-      im.invalid(fmt::format("x is {} but its zero point is {}", xt.str(), im.input_dtype(2).str()));
-    dx = im.op("subtract",
-               {dx, cast_to(im, along_axis(im, im.input(2), im.input_shape(2), xs, axis, block, "x_zero_point"), f32)});
-  }
-  Value y = im.op("multiply", {dx, cast_to(im, along_axis(im, im.input(1), im.input_shape(1), xs, axis, block, "x_scale"), f32)});
-  im.set_output(0, cast_to(im, y, out), im.input_scalar(0));
+  if (im.has_input(2) && im.input_dtype(2) != xt)
+    im.invalid(fmt::format("x is {} but its zero point is {}", xt.str(), im.input_dtype(2).str()));
+  Value s = along_axis(im, im.input(1), im.input_shape(1), xs, axis, block, "x_scale");
+  Value z = im.has_input(2) ? along_axis(im, im.input(2), im.input_shape(2), xs, axis, block, "x_zero_point")
+                            : im.scalar(0, xt, std::max<size_t>(xs.size(), 1), "zero_point");
+  Value y = im.op("dequantize", {im.input(0), s, z}, {{"dtype", out.str()}});
+  im.set_dequantized(y, {im.input(0), s, z});
+  im.set_output(0, y, im.input_scalar(0));
 }
 
 /// DynamicQuantizeLinear: uint8 with the scale and zero point of x's range widened to hold 0.

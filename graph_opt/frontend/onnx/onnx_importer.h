@@ -85,6 +85,18 @@ class Importer {
 
   // ---- emitting
   const TensorType& type(Value v) const { return builder_.type(v); }
+  /// The graph built so far (to look at the node that computed a value).
+  const Graph& graph() const { return builder_.graph(); }
+  /// A DequantizeLinear's output: its integer input and the scale and zero point as they
+  /// broadcast against it (QuantizeLinear reads them to compute a convolution in integers).
+  struct Dequantized {
+    Value q, scale, zero_point;
+  };
+  void set_dequantized(Value v, Dequantized d) { dequantized_[v] = d; }
+  const Dequantized* dequantized(Value v) const {
+    auto it = dequantized_.find(v);
+    return it == dequantized_.end() ? nullptr : &it->second;
+  }
   /// The constant array behind `v`, or null.
   const runtime::NDArray* constant_of(Value v) const;
   /// A call of registry operator `op`, evaluated at once into a constant when every input is one.
@@ -131,6 +143,7 @@ class Importer {
   int hint_counter_ = 0;
   FoldBudget fold_budget_;
   std::map<int, std::string> unfolded_;  // op nodes on constants left unfolded -> why
+  std::map<Value, Dequantized> dequantized_;
 };
 
 /// The largest constant broadcast_to makes (the zeros it adds to broadcast).
