@@ -52,7 +52,7 @@ struct Pb {
   Pb& m(int field, const Pb& v) { return s(field, v.b); }
 };
 
-enum : int64_t { kFloat = 1, kInt32 = 6 };
+enum : int64_t { kFloat = 1, kInt32 = 6, kDouble = 11 };
 
 Pb attr_int(const std::string& name, int64_t v) { return Pb().s(1, name).i(3, v).i(20, 2); }
 Pb attr_float(const std::string& name, float v) { return Pb().s(1, name).f(2, v).i(20, 1); }
@@ -81,7 +81,7 @@ struct Tensor {
     return k;
   }
   NDArray array() const {
-    NDArray a = NDArray::empty(dims, type == kFloat ? DataType::Float(32) : DataType::Int(32));
+    NDArray a = NDArray::empty(dims, type == kFloat ? DataType::Float(32) : type == kDouble ? DataType::Float(64) : DataType::Int(32));
     for (size_t k = 0; k < data.size(); ++k) a.set(int64_t(k), data[k]);
     return a;
   }
@@ -93,6 +93,8 @@ struct Tensor {
       if (type == kFloat) {
         float f = float(v);
         raw.append(reinterpret_cast<const char*>(&f), 4);
+      } else if (type == kDouble) {
+        raw.append(reinterpret_cast<const char*>(&v), 8);
       } else {
         int32_t x = int32_t(v);
         raw.append(reinterpret_cast<const char*>(&x), 4);
@@ -123,6 +125,7 @@ struct Case {
   bool input_forget = false, linear_before_reset = false;
   std::vector<bool> outputs = {true, true, true};  // Y, Y_h, Y_c (LSTM)
   int64_t opset = 14;
+  int64_t type = kFloat;  // of X, W, R, B, the states, P and the outputs
   uint32_t seed = 1;
 
   int gates() const { return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1; }
@@ -136,12 +139,12 @@ struct Data {
   std::vector<bool> runtime;              // graph input (else initializer)
 };
 
-Tensor random(std::vector<int64_t> dims, std::mt19937& rng, double scale) {
-  Tensor t{dims, {}};
+Tensor random(std::vector<int64_t> dims, std::mt19937& rng, double scale, int64_t type) {
+  Tensor t{dims, {}, type};
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   std::uniform_real_distribution<double> u(-scale, scale);
-  for (int64_t k = 0; k < n; ++k) t.data.push_back(double(float(u(rng))));
+  for (int64_t k = 0; k < n; ++k) t.data.push_back(type == kFloat ? double(float(u(rng))) : u(rng));
   return t;
 }
 
@@ -152,19 +155,19 @@ Data make_data(const Case& c) {
   d.in.resize(8);
   d.runtime = {true, false, false, false, c.lens_runtime, true, true, false};
   d.in[0] = random(c.layout ? std::vector<int64_t>{c.batch, c.seq, c.input} : std::vector<int64_t>{c.seq, c.batch, c.input},
-                   rng, 1.0);
-  d.in[1] = random({dirs, g * h, c.input}, rng, 0.6);
-  d.in[2] = random({dirs, g * h, h}, rng, 0.6);
-  if (c.bias) d.in[3] = random({dirs, 2 * g * h}, rng, 0.5);
+                   rng, 1.0, c.type);
+  d.in[1] = random({dirs, g * h, c.input}, rng, 0.6, c.type);
+  d.in[2] = random({dirs, g * h, h}, rng, 0.6, c.type);
+  if (c.bias) d.in[3] = random({dirs, 2 * g * h}, rng, 0.5, c.type);
   if (!c.lens.empty()) {
     Tensor l{{c.batch}, {}, kInt32};
     for (int32_t v : c.lens) l.data.push_back(v);
     d.in[4] = l;
   }
   std::vector<int64_t> state = c.layout ? std::vector<int64_t>{c.batch, dirs, h} : std::vector<int64_t>{dirs, c.batch, h};
-  if (c.init_h) d.in[5] = random(state, rng, 0.8);
-  if (c.init_c) d.in[6] = random(state, rng, 0.8);
-  if (c.peephole) d.in[7] = random({dirs, 3 * h}, rng, 0.5);
+  if (c.init_h) d.in[5] = random(state, rng, 0.8, c.type);
+  if (c.init_c) d.in[6] = random(state, rng, 0.8, c.type);
+  if (c.peephole) d.in[7] = random({dirs, 3 * h}, rng, 0.5, c.type);
   return d;
 }
 
@@ -203,7 +206,7 @@ std::string model_bytes(const Case& c, const Data& d, std::vector<Pb> extra_attr
     if (!c.outputs[size_t(k)]) continue;
     std::vector<int64_t> dims = k == 0 ? (c.layout ? std::vector<int64_t>{b, s, dirs, h} : std::vector<int64_t>{s, dirs, b, h})
                                        : (c.layout ? std::vector<int64_t>{b, dirs, h} : std::vector<int64_t>{dirs, b, h});
-    g.m(12, value_info(kOutputNames[k], dims, kFloat));
+    g.m(12, value_info(kOutputNames[k], dims, c.type));
   }
   Pb model;
   model.i(1, 8).m(7, g).m(8, Pb().s(1, "").i(2, c.opset));
@@ -371,13 +374,14 @@ void check(const Case& c, bool compiled = true) {
     if (c.outputs[size_t(k)]) used.push_back(want[size_t(k)]);
   std::vector<std::pair<std::string, std::vector<NDArray>>> runs = {{"reference", run_reference(g, args)}};
   if (compiled) runs.push_back({"compiled", run_compiled(g, args)});
+  const double tol = c.type == kDouble ? 1e-10 : 1e-4;
   for (const auto& [mode, got] : runs) {
     ASSERT_EQ(got.size(), used.size()) << mode;
     for (size_t k = 0; k < used.size(); ++k) {
       ASSERT_EQ(got[k].shape(), used[k].dims) << mode << " output " << k;
       for (size_t e = 0; e < used[k].data.size(); ++e) {
         const double w = used[k].data[e], v = got[k].get(int64_t(e));
-        ASSERT_NEAR(v, w, 1e-5 + 1e-4 * std::abs(w)) << mode << " output " << k << " element " << e;
+        ASSERT_NEAR(v, w, tol * (0.1 + std::abs(w))) << mode << " output " << k << " element " << e;
       }
     }
   }
@@ -455,6 +459,16 @@ TEST(RecurrentImport, ActivationsClipAndVariants) {
   check(rnn);
 }
 
+TEST(RecurrentImport, Float64) {
+  REQUIRE_FRONTEND();
+  for (const char* op : {"LSTM", "GRU", "RNN"}) {
+    Case c;
+    c.op = op, c.type = kDouble, c.seq = 4, c.batch = 2, c.direction = "bidirectional", c.bias = c.init_h = true;
+    c.lens = {4, 2};
+    check(c);
+  }
+}
+
 TEST(RecurrentImport, AnySubsetOfOutputs) {
   REQUIRE_FRONTEND();
   for (std::vector<bool> outs : {std::vector<bool>{false, true, false}, {false, false, true}, {true, false, false}}) {
@@ -467,10 +481,10 @@ TEST(RecurrentImport, AnySubsetOfOutputs) {
   check(c, false);
 }
 
-TEST(RecurrentImport, OpsetSevenHasNoLayout) {
+TEST(RecurrentImport, BeforeOpset14LayoutIsNotAnAttribute) {
   REQUIRE_FRONTEND();
   Case c;
-  c.opset = 13;  // LSTM-7 (the importer's oldest accepted opset; the operator is the same from 7)
+  c.opset = 13;  // LSTM-7, the same operator from opset 7 to 13
   c.seq = 3, c.batch = 2;
   check(c, false);
   Data d = make_data(c);
