@@ -1,8 +1,9 @@
 // Converters of ONNX's recurrent operators LSTM, GRU and RNN (opsets 7 and 14: `layout` from
 // 14 on), unrolled over the sequence at import. loom's IR has no loop or scan, so each time
 // step becomes its own small group of operators: the input projection X·Wᵀ + Wb (+ Rb) of
-// every step is one matmul per direction up front, then per step a matmul H·Rᵀ, the gates as
-// elementwise operators (which fuse into the matmul's epilogue), and the new state. Steps past
+// every step is one matmul per direction up front (sliced per gate), then per step a matmul
+// H·Rᵀ and the gates and the new state as take and elementwise operators, which fuse into one
+// or two kernels reading the matmul's output and the step's slices of the projection. Steps past
 // a batch entry's sequence_lens keep the state and write zeros to Y; the reverse direction
 // walks from the last step down, holding the initial state until a batch entry's last valid
 // step, which is ONNX's per-entry reversal.
@@ -220,11 +221,13 @@ Value initial_state(Importer& im, const Recurrent& r, int i, const char* name, i
   return im.reshape(slice(im, im.input(i), r.batch_major ? 1 : 0, d, 1), {r.batch, r.hidden});
 }
 
-/// Per direction: the input projection X·Wᵀ + bias of every step, and the step's part of it.
+/// Per direction: the input projection X·Wᵀ + bias of every step, one slab per gate, so that
+/// each step's part of a gate is read only by the kernel that computes the gate.
 struct Projection {
-  Value all;  // [seq, batch, G*H] or [batch, seq, G*H]
-  Value at(Importer& im, const Recurrent& r, int64_t t) const {
-    return im.reshape(slice(im, all, r.batch_major ? 1 : 0, t, 1), {r.batch, r.gates * r.hidden});
+  std::vector<Value> gates;  // each [seq, batch, H] (layout 1: [batch, seq, H])
+  /// Gate `k` of step `t`, [batch, H].
+  Value at(Importer& im, const Recurrent& r, int64_t t, int64_t k) const {
+    return im.reshape(slice(im, gates[size_t(k)], r.batch_major ? 1 : 0, t, 1), {r.batch, r.hidden});
   }
 };
 
@@ -234,7 +237,10 @@ Projection project(Importer& im, const Recurrent& r, Value w_d, std::optional<Va
   Value x2 = im.reshape(im.input(0), {r.seq * r.batch, r.input});
   Value p = im.op("matmul", {x2, w_d}, {{"transpose_b", int64_t(1)}});
   if (bias) p = im.op("add", {p, im.reshape(*bias, {1, gh})});
-  return {im.reshape(p, r.batch_major ? std::vector<int64_t>{r.batch, r.seq, gh} : std::vector<int64_t>{r.seq, r.batch, gh})};
+  p = im.reshape(p, r.batch_major ? std::vector<int64_t>{r.batch, r.seq, gh} : std::vector<int64_t>{r.seq, r.batch, gh});
+  Projection out;
+  for (int64_t k = 0; k < r.gates; ++k) out.gates.push_back(r.gates == 1 ? p : slice(im, p, 2, k * r.hidden, r.hidden));
+  return out;
 }
 
 /// The step's mask [batch, 1], or nullopt when every step is within the sequence.
@@ -323,14 +329,15 @@ void lstm(Importer& im) {
     out.c = initial_state(im, r, 6, "initial_c", d);
     out.ys.resize(size_t(r.seq));
     for (int64_t t : step_order(r, d)) {
-      Value block = im.op("add", {proj.at(im, r, t), im.op("matmul", {out.h, r_d}, {{"transpose_b", int64_t(1)}})});
+      Value h_r = im.op("matmul", {out.h, r_d}, {{"transpose_b", int64_t(1)}});
       // Gate order in W, R and B: input, output, forget, cell.
-      Value i_pre = gate(im, r, block, 0), o_pre = gate(im, r, block, 1), f_pre = gate(im, r, block, 2);
+      auto pre = [&](int64_t k) { return im.op("add", {proj.at(im, r, t, k), gate(im, r, h_r, k)}); };
+      Value i_pre = pre(0), o_pre = pre(1), f_pre = pre(2);
       if (p_i) i_pre = im.op("add", {i_pre, im.op("multiply", {*p_i, out.c})});
       if (p_f) f_pre = im.op("add", {f_pre, im.op("multiply", {*p_f, out.c})});
       Value i_t = activate(im, r, f, i_pre);
       Value f_t = input_forget ? im.op("subtract", {im.scalar(1.0, r.dtype, 2, "one"), i_t}) : activate(im, r, f, f_pre);
-      Value c_t = activate(im, r, g, gate(im, r, block, 3));
+      Value c_t = activate(im, r, g, pre(3));
       Value c_new = im.op("add", {im.op("multiply", {f_t, out.c}), im.op("multiply", {i_t, c_t})});
       if (p_o) o_pre = im.op("add", {o_pre, im.op("multiply", {*p_o, c_new})});
       Value h_new = im.op("multiply", {activate(im, r, f, o_pre), apply(im, h, c_new, r.dtype)});
@@ -368,10 +375,9 @@ void gru(Importer& im) {
     out.h = initial_state(im, r, 5, "initial_h", d);
     out.ys.resize(size_t(r.seq));
     for (int64_t t : step_order(r, d)) {
-      Value x_t = proj.at(im, r, t);
-      Value zr = im.op("add", {slice(im, x_t, 1, 0, 2 * r.hidden),
-                               im.op("matmul", {out.h, r_zr}, {{"transpose_b", int64_t(1)}})});
-      Value z = activate(im, r, f, gate(im, r, zr, 0)), reset = activate(im, r, f, gate(im, r, zr, 1));
+      Value h_zr = im.op("matmul", {out.h, r_zr}, {{"transpose_b", int64_t(1)}});
+      Value z = activate(im, r, f, im.op("add", {proj.at(im, r, t, 0), gate(im, r, h_zr, 0)}));
+      Value reset = activate(im, r, f, im.op("add", {proj.at(im, r, t, 1), gate(im, r, h_zr, 1)}));
       Value hr;
       if (linear_before_reset) {
         hr = im.op("matmul", {out.h, r_h}, {{"transpose_b", int64_t(1)}});
@@ -380,7 +386,7 @@ void gru(Importer& im) {
       } else {
         hr = im.op("matmul", {im.op("multiply", {reset, out.h}), r_h}, {{"transpose_b", int64_t(1)}});
       }
-      Value h_cand = activate(im, r, g, im.op("add", {gate(im, r, x_t, 2), hr}));
+      Value h_cand = activate(im, r, g, im.op("add", {proj.at(im, r, t, 2), hr}));
       // H = (1 - z) h + z H_prev
       Value one = im.scalar(1.0, r.dtype, 2, "one");
       Value h_new = im.op("add", {im.op("multiply", {im.op("subtract", {one, z}), h_cand}), im.op("multiply", {z, out.h})});
@@ -405,7 +411,7 @@ void rnn(Importer& im) {
     out.h = initial_state(im, r, 5, "initial_h", d);
     out.ys.resize(size_t(r.seq));
     for (int64_t t : step_order(r, d)) {
-      Value pre = im.op("add", {proj.at(im, r, t), im.op("matmul", {out.h, r_d}, {{"transpose_b", int64_t(1)}})});
+      Value pre = im.op("add", {proj.at(im, r, t, 0), im.op("matmul", {out.h, r_d}, {{"transpose_b", int64_t(1)}})});
       Value h_new = activate(im, r, r.acts[size_t(d)], pre);
       std::optional<Value> m = step_mask(im, r, t);
       out.ys[size_t(t)] = m ? im.op("multiply", {*m, h_new}) : h_new;
