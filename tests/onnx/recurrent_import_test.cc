@@ -119,6 +119,7 @@ struct Case {
   bool bias = false, peephole = false, init_h = false, init_c = false;
   std::vector<int32_t> lens;  // empty: no sequence_lens
   bool lens_runtime = false;  // sequence_lens a graph input rather than an initializer
+  bool weights_runtime = false;  // W, R, B and P graph inputs rather than initializers
   std::vector<std::string> acts;  // empty: the defaults
   std::vector<float> alpha, beta;
   float clip = 0;  // 0: none
@@ -153,7 +154,8 @@ Data make_data(const Case& c) {
   const int64_t g = c.gates(), h = c.hidden, dirs = c.dirs();
   Data d;
   d.in.resize(8);
-  d.runtime = {true, false, false, false, c.lens_runtime, true, true, false};
+  const bool w = c.weights_runtime;
+  d.runtime = {true, w, w, w, c.lens_runtime, true, true, w};
   d.in[0] = random(c.layout ? std::vector<int64_t>{c.batch, c.seq, c.input} : std::vector<int64_t>{c.seq, c.batch, c.input},
                    rng, 1.0, c.type);
   d.in[1] = random({dirs, g * h, c.input}, rng, 0.6, c.type);
@@ -457,6 +459,17 @@ TEST(RecurrentImport, ActivationsClipAndVariants) {
   rnn.op = "RNN", rnn.seq = 3, rnn.batch = 2, rnn.bias = true, rnn.direction = "bidirectional";
   rnn.acts = {"Relu", "Affine"}, rnn.alpha = {2.0f}, rnn.beta = {-0.5f};
   check(rnn);
+}
+
+TEST(RecurrentImport, WeightsGivenAtRunTime) {
+  REQUIRE_FRONTEND();
+  for (const char* op : {"LSTM", "GRU", "RNN"}) {
+    Case c;
+    c.op = op, c.seq = 3, c.batch = 2, c.direction = "bidirectional", c.weights_runtime = true;
+    c.bias = c.init_h = true;
+    c.peephole = std::string(op) == "LSTM";
+    check(c);
+  }
 }
 
 TEST(RecurrentImport, Float64) {
