@@ -7,10 +7,10 @@ from typing import Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from . import _loom
-from ._loom import Graph, Value
+from ._loom import Graph, Value, onnx_frontend_available
 from .tuning import ApplyHistoryBest
 
-__all__ = ["Graph", "Value", "Builder", "GraphModule", "import_onnx", "load", "from_json", "compile"]
+__all__ = ["Graph", "Value", "onnx_frontend_available", "Builder", "GraphModule", "import_onnx", "load", "from_json", "compile"]
 
 
 def import_onnx(path: Union[str, os.PathLike], input_shapes: Optional[Dict[str, Sequence[int]]] = None) -> Graph:
