@@ -5,4 +5,4 @@ import sys
 
 _dir = os.environ.get("LOOM_PYTHON_DIR")
 if _dir:
-    sys.path.insert(0, _dir)
+    sys.path.insert(0, os.path.abspath(_dir))
