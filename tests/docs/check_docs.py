@@ -281,7 +281,7 @@ def run_python(b, args, env, scratch):
     os.makedirs(scratch)
     script = os.path.join(scratch, "snippet.py")
     with open(script, "w") as f:
-        f.write("\n".join(b.setup) + "\n" + "\n" * max(0, b.line - 2 - len(b.setup)) + block_text(b) + "\n")
+        f.write("".join(l + "\n" for l in b.setup) + "\n" * max(0, b.line - 1 - len(b.setup)) + block_text(b) + "\n")
     penv = dict(env)
     penv["PYTHONPATH"] = os.path.abspath(args.python_path) + os.pathsep + penv.get("PYTHONPATH", "")
     rc, out = run([args.python, script], scratch, penv)
