@@ -26,21 +26,52 @@ struct Function {
 
 using AnyArray = nb::ndarray<nb::ro>;
 
-/// The DLTensors of call arguments, pointing into the callers' arrays (no copy).
+/// NumPy's ndarray type, looked up once.
+PyTypeObject* numpy_ndarray_type() {
+  static PyTypeObject* t = [] {
+    nb::object np = nb::module_::import_("numpy");
+    return reinterpret_cast<PyTypeObject*>(nb::object(np.attr("ndarray")).release().ptr());
+  }();
+  return t;
+}
+
+/// The DLPack type of a buffer's struct format ("f", "<i4", "?"), or false.
+bool format_dtype(const char* fmt, Py_ssize_t itemsize, DLDataType* out) {
+  if (!fmt) fmt = "B";
+  while (*fmt == '<' || *fmt == '=' || *fmt == '@' || *fmt == '!' || *fmt == '>') ++fmt;
+  if (fmt[0] == 0 || fmt[1] != 0) return false;
+  uint8_t bits = uint8_t(itemsize * 8);
+  switch (fmt[0]) {
+    case 'e': case 'f': case 'd': *out = DLDataType{kDLFloat, bits, 1}; return true;
+    case 'b': case 'h': case 'i': case 'l': case 'q': *out = DLDataType{kDLInt, bits, 1}; return true;
+    case 'B': case 'H': case 'I': case 'L': case 'Q': *out = DLDataType{kDLUInt, bits, 1}; return true;
+    case '?': *out = DataType::Bool().to_dlpack(); return true;
+    default: return false;
+  }
+}
+
+/// The DLTensors of call arguments, pointing into the callers' arrays (no copy). NumPy arrays
+/// are read through the buffer protocol (the cheap path); anything else through DLPack.
 class CallArgs {
  public:
-  CallArgs(const std::string& fname, const nb::tuple& args) {
+  static_assert(sizeof(Py_ssize_t) == sizeof(int64_t), "buffer shapes are read as int64_t");
+  CallArgs(const std::string& fname, const nb::tuple& args) : fname_(fname) {
     size_t n = args.size();
-    arrays_.resize(n);
     tensors_.resize(n);
     ptrs_.resize(n);
+    views_.reserve(n);  // Py_buffers must not move once filled
+    arrays_.reserve(n);
+    PyTypeObject* np_type = numpy_ndarray_type();
     for (size_t i = 0; i < n; ++i) {
       nb::handle h = args[i];
-      if (!nb::try_cast(h, arrays_[i], false))
+      DLTensor& t = tensors_[i];
+      ptrs_[i] = &t;
+      if (PyObject_TypeCheck(h.ptr(), np_type) && from_buffer(h, i, t)) continue;
+      arrays_.emplace_back();
+      AnyArray& a = arrays_.back();
+      if (!nb::try_cast(h, a, false))
         fail("{}: argument {} is a {}, not an array (a NumPy array, loom.nd.NDArray or an object with __dlpack__)",
              fname, i, py_type_name(h));
-      const AnyArray& a = arrays_[i];
-      DLTensor& t = tensors_[i];
       t.data = a.data_handle();
       t.byte_offset = a.byte_offset();
       t.device = DLDevice{DLDeviceType(a.device_type()), a.device_id()};
@@ -48,30 +79,60 @@ class CallArgs {
       t.dtype = DLDataType{a.dtype().code, a.dtype().bits, a.dtype().lanes};
       t.shape = const_cast<int64_t*>(a.shape_ptr());
       t.strides = nullptr;
-      if (a.stride_ptr()) {
-        int64_t expect = 1;
-        for (int d = t.ndim - 1; d >= 0; --d) {
-          if (a.shape_ptr()[d] != 1 && a.stride_ptr()[d] != expect)
-            fail("{}: argument {} is not a dense row-major array (strides {}); loom functions read and write arrays "
-                 "in place, so pass a C-contiguous one (numpy.ascontiguousarray)",
-                 fname, i, strides_str(a));
-          expect *= a.shape_ptr()[d];
-        }
-      }
-      ptrs_[i] = &t;
+      if (a.stride_ptr()) check_dense(i, t.ndim, a.shape_ptr(), a.stride_ptr(), 1);
     }
   }
+  ~CallArgs() {
+    for (Py_buffer& v : views_) PyBuffer_Release(&v);
+  }
+  CallArgs(const CallArgs&) = delete;
+  CallArgs& operator=(const CallArgs&) = delete;
   const std::vector<DLTensor*>& ptrs() const { return ptrs_; }
 
  private:
-  static std::string strides_str(const AnyArray& a) {
-    std::string s = "(";
-    for (size_t d = 0; d < a.ndim(); ++d) s += (d ? ", " : "") + std::to_string(a.stride_ptr()[d]);
-    return s + ")";
+  bool from_buffer(nb::handle h, size_t i, DLTensor& t) {
+    views_.emplace_back();
+    Py_buffer& v = views_.back();
+    if (PyObject_GetBuffer(h.ptr(), &v, PyBUF_RECORDS_RO) != 0) {
+      PyErr_Clear();
+      views_.pop_back();
+      return false;
+    }
+    DLDataType dt;
+    if (!format_dtype(v.format, v.itemsize, &dt)) {  // e.g. complex: DLPack says what it is
+      PyBuffer_Release(&v);
+      views_.pop_back();
+      return false;
+    }
+    t.data = v.buf;
+    t.byte_offset = 0;
+    t.device = DLDevice{kDLCPU, 0};
+    t.ndim = v.ndim;
+    t.dtype = dt;
+    t.shape = reinterpret_cast<int64_t*>(v.shape);
+    t.strides = nullptr;
+    if (v.strides) check_dense(i, v.ndim, reinterpret_cast<int64_t*>(v.shape), reinterpret_cast<int64_t*>(v.strides), v.itemsize);
+    return true;
   }
-  std::vector<AnyArray> arrays_;
+  /// Throws unless the strides (in units of `unit`) are those of a dense row-major array.
+  void check_dense(size_t i, int ndim, const int64_t* shape, const int64_t* strides, int64_t unit) const {
+    int64_t expect = unit;
+    for (int d = ndim - 1; d >= 0; --d) {
+      if (shape[d] != 1 && strides[d] != expect) {
+        std::string s = "(";
+        for (int k = 0; k < ndim; ++k) s += (k ? ", " : "") + std::to_string(strides[k] / unit);
+        fail("{}: argument {} is not a dense row-major array (strides {}); loom functions read and write arrays "
+             "in place, so pass a C-contiguous one (numpy.ascontiguousarray)",
+             fname_, i, s + ")");
+      }
+      expect *= shape[d];
+    }
+  }
+  const std::string& fname_;
   std::vector<DLTensor> tensors_;
   std::vector<DLTensor*> ptrs_;
+  std::vector<Py_buffer> views_;
+  std::vector<AnyArray> arrays_;
 };
 
 void call(const Function& fn, nb::args args) {
