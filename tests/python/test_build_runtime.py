@@ -49,7 +49,10 @@ def test_no_copy_the_function_sees_the_callers_memory(vadd):
     out = big[512:1536]  # a view: its memory lies inside big's
     a = np.ones(1024, "float32")
     b = np.full(1024, 2.0, "float32")
-    assert loom.runtime.data_pointer(out) == out.__array_interface__["data"][0]
+    # data_pointer converts an argument exactly as a call does: the kernel gets these addresses
+    for arr in (a, b, out):
+        assert loom.runtime.data_pointer(arr) == arr.__array_interface__["data"][0]
+    assert loom.runtime.data_pointer(OnlyDLPack(out)) == out.__array_interface__["data"][0]
     vadd(a, b, out)
     assert (big[512:1536] == 3.0).all() and (big[:512] == 0).all() and (big[1536:] == 0).all()
     # a large one too: no copy at any size
