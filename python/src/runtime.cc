@@ -7,6 +7,10 @@
 #include <chrono>
 
 #include "bindings.h"
+// NumPy's C API in this file only (its table is a static of this translation unit).
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
 #include "convert.h"
 #include "loom/codegen/build.h"
 #include "loom/runtime/module.h"
@@ -26,50 +30,54 @@ struct Function {
 
 using AnyArray = nb::ndarray<nb::ro>;
 
-/// NumPy's ndarray type, looked up once.
-PyTypeObject* numpy_ndarray_type() {
-  static PyTypeObject* t = [] {
-    nb::object np = nb::module_::import_("numpy");
-    return reinterpret_cast<PyTypeObject*>(nb::object(np.attr("ndarray")).release().ptr());
+/// NumPy's C API, imported on first use; false when NumPy cannot be imported.
+bool numpy_api() {
+  static bool ok = [] {
+    if (_import_array() >= 0) return true;
+    PyErr_Clear();
+    return false;
   }();
-  return t;
+  return ok;
 }
 
-/// The DLPack type of a buffer's struct format ("f", "<i4", "?"), or false.
-bool format_dtype(const char* fmt, Py_ssize_t itemsize, DLDataType* out) {
-  if (!fmt) fmt = "B";
-  while (*fmt == '<' || *fmt == '=' || *fmt == '@' || *fmt == '!' || *fmt == '>') ++fmt;
-  if (fmt[0] == 0 || fmt[1] != 0) return false;
-  uint8_t bits = uint8_t(itemsize * 8);
-  switch (fmt[0]) {
-    case 'e': case 'f': case 'd': *out = DLDataType{kDLFloat, bits, 1}; return true;
-    case 'b': case 'h': case 'i': case 'l': case 'q': *out = DLDataType{kDLInt, bits, 1}; return true;
-    case 'B': case 'H': case 'I': case 'L': case 'Q': *out = DLDataType{kDLUInt, bits, 1}; return true;
-    case '?': *out = DataType::Bool().to_dlpack(); return true;
-    default: return false;
-  }
+/// The DLPack type of a NumPy array's elements, or false (complex, long double, objects...).
+bool numpy_dtype(PyArrayObject* a, DLDataType* out) {
+  uint8_t bits = uint8_t(PyArray_ITEMSIZE(a) * 8);
+  int t = PyArray_TYPE(a);
+  if (t == NPY_BOOL) *out = DataType::Bool().to_dlpack();
+  else if (PyTypeNum_ISSIGNED(t)) *out = DLDataType{kDLInt, bits, 1};
+  else if (PyTypeNum_ISUNSIGNED(t)) *out = DLDataType{kDLUInt, bits, 1};
+  else if (t == NPY_HALF || t == NPY_FLOAT || t == NPY_DOUBLE) *out = DLDataType{kDLFloat, bits, 1};
+  else return false;
+  return true;
 }
 
 /// The DLTensors of call arguments, pointing into the callers' arrays (no copy). NumPy arrays
-/// are read through the buffer protocol (the cheap path); anything else through DLPack.
+/// are read from their fields (NumPy's C API: the cheap path); anything else through DLPack.
 class CallArgs {
  public:
-  static_assert(sizeof(Py_ssize_t) == sizeof(int64_t), "buffer shapes are read as int64_t");
+  static_assert(sizeof(npy_intp) == sizeof(int64_t), "NumPy's shapes are read as int64_t");
   CallArgs(const std::string& fname, const nb::tuple& args) : fname_(fname) {
     size_t n = args.size();
-    tensors_.resize(n);
+    DLTensor* tensors = inline_;
+    if (n > kInline) {
+      heap_.resize(n);
+      tensors = heap_.data();
+    }
     ptrs_.resize(n);
-    views_.reserve(n);  // Py_buffers must not move once filled
-    arrays_.reserve(n);
-    PyTypeObject* np_type = numpy_ndarray_type();
+    const bool numpy = numpy_api();
     for (size_t i = 0; i < n; ++i) {
       nb::handle h = args[i];
-      DLTensor& t = tensors_[i];
+      DLTensor& t = tensors[i];
       ptrs_[i] = &t;
-      if (PyObject_TypeCheck(h.ptr(), np_type) && from_buffer(h, i, t)) continue;
+      if (numpy && PyArray_Check(h.ptr()) && from_numpy(h, i, t)) continue;
+      if (arrays_.empty()) arrays_.reserve(n);  // DLPack handles stay put: their shapes are pointed to
       arrays_.emplace_back();
       AnyArray& a = arrays_.back();
-      if (!nb::try_cast(h, a, false))
+      if (!nb::try_cast(h, a, false) && numpy && PyArray_Check(h.ptr()))
+        fail("{}: argument {} is a NumPy array of dtype {}, which loom does not take (byte-swapped, or a type "
+             "without a DLPack code)", fname, i, std::string(nb::steal<nb::str>(PyObject_Str(nb::object(h.attr("dtype")).ptr())).c_str()));
+      if (!a.is_valid())
         fail("{}: argument {} is a {}, not an array (a NumPy array, loom.nd.NDArray or an object with __dlpack__)",
              fname, i, py_type_name(h));
       t.data = a.data_handle();
@@ -82,36 +90,25 @@ class CallArgs {
       if (a.stride_ptr()) check_dense(i, t.ndim, a.shape_ptr(), a.stride_ptr(), 1);
     }
   }
-  ~CallArgs() {
-    for (Py_buffer& v : views_) PyBuffer_Release(&v);
-  }
   CallArgs(const CallArgs&) = delete;
   CallArgs& operator=(const CallArgs&) = delete;
   const std::vector<DLTensor*>& ptrs() const { return ptrs_; }
 
  private:
-  bool from_buffer(nb::handle h, size_t i, DLTensor& t) {
-    views_.emplace_back();
-    Py_buffer& v = views_.back();
-    if (PyObject_GetBuffer(h.ptr(), &v, PyBUF_RECORDS_RO) != 0) {
-      PyErr_Clear();
-      views_.pop_back();
-      return false;
-    }
+  /// A NumPy array's DLTensor read from its fields (the cheap path); false to take DLPack's.
+  bool from_numpy(nb::handle h, size_t i, DLTensor& t) const {
+    auto* a = reinterpret_cast<PyArrayObject*>(h.ptr());
     DLDataType dt;
-    if (!format_dtype(v.format, v.itemsize, &dt)) {  // e.g. complex: DLPack says what it is
-      PyBuffer_Release(&v);
-      views_.pop_back();
-      return false;
-    }
-    t.data = v.buf;
+    if (!numpy_dtype(a, &dt) || !PyArray_ISNOTSWAPPED(a)) return false;
+    t.data = PyArray_DATA(a);
     t.byte_offset = 0;
     t.device = DLDevice{kDLCPU, 0};
-    t.ndim = v.ndim;
+    t.ndim = PyArray_NDIM(a);
     t.dtype = dt;
-    t.shape = reinterpret_cast<int64_t*>(v.shape);
+    t.shape = reinterpret_cast<int64_t*>(PyArray_DIMS(a));
     t.strides = nullptr;
-    if (v.strides) check_dense(i, v.ndim, reinterpret_cast<int64_t*>(v.shape), reinterpret_cast<int64_t*>(v.strides), v.itemsize);
+    if (!PyArray_IS_C_CONTIGUOUS(a))
+      check_dense(i, t.ndim, t.shape, reinterpret_cast<int64_t*>(PyArray_STRIDES(a)), PyArray_ITEMSIZE(a));
     return true;
   }
   /// Throws unless the strides (in units of `unit`) are those of a dense row-major array.
@@ -129,9 +126,10 @@ class CallArgs {
     }
   }
   const std::string& fname_;
-  std::vector<DLTensor> tensors_;
+  static constexpr size_t kInline = 8;  // arguments held without allocating
+  DLTensor inline_[kInline];
+  std::vector<DLTensor> heap_;
   std::vector<DLTensor*> ptrs_;
-  std::vector<Py_buffer> views_;
   std::vector<AnyArray> arrays_;
 };
 

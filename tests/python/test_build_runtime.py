@@ -117,6 +117,8 @@ def test_call_errors_are_loom_errors(vadd):
         vadd(a, a, np.ones(1023, "float32"))  # wrong shape
     with pytest.raises(loom.Error):
         vadd(a, a, np.ones(1024, "float64"))  # wrong dtype
+    with pytest.raises(loom.Error, match="dtype >f4, which loom does not take"):
+        vadd(a, np.ones(1024, ">f4"), a)  # byte-swapped
     with pytest.raises(loom.Error, match="not a dense row-major array"):
         vadd(a, np.ones(2048, "float32")[::2], a)
     with pytest.raises(loom.Error, match="available|no function"):
@@ -168,7 +170,23 @@ def test_calls_release_the_gil():
     assert len(ticks) > 1
 
 
-def test_module_with_several_functions_needs_a_name(tmp_path):
+def test_bool_and_float16_arrays():
+    A = te.placeholder((8,), "bool", "A")
+    B = te.compute((8,), lambda i: ~A[i], name="B")
+    f = loom.build(loom.create_schedule(B), [A, B])
+    a = np.array([1, 0, 1, 0, 1, 0, 1, 1], bool)
+    b = np.zeros(8, bool)
+    f(a, b)
+    np.testing.assert_array_equal(b, ~a)
+    H = te.placeholder((4,), "float16", "H")
+    G = te.compute((4,), lambda i: H[i] * 2.0, name="G")
+    g = loom.build(loom.create_schedule(G), [H, G])
+    o = np.zeros(4, np.float16)
+    g(np.full(4, 1.5, np.float16), o)
+    assert (o == 3).all()
+
+
+def test_export_to_a_missing_folder_is_an_error(tmp_path):
     A, B, C = vector_add(16)
     m = loom.build(loom.create_schedule(C), [A, B, C], name="f")
     with pytest.raises(loom.Error):
