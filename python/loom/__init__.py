@@ -13,7 +13,6 @@ A thin layer over loom's C++ API, named as TVM users expect::
 Every failure inside loom raises loom.Error with loom's message.
 """
 from ._loom import Error, Module, Function, Schedule, Stage, LoweredFunc
-from ._loom import create_schedule as _create_schedule
 from . import te, nd, runtime, records, graph
 from .build import build, lower, create_schedule
 from .tuning import Task, tune, apply_history_best, build_best, template_names, TuneResult
