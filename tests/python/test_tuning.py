@@ -116,3 +116,22 @@ def test_ctrl_c_stops_tuning_with_the_log_intact(tmp_path):
     assert 3 <= len(lines) < 100000
     for line in lines:  # every line a whole record
         loom.records.Record.from_json(line)
+
+
+def test_tune_and_build_release_the_gil(tmp_path):
+    import threading
+    done = threading.Event()
+    ticks = []
+
+    def work():
+        loom.tune("matmul", [32, 32, 32], trials=2, log=tmp_path / "gil.jsonl", **FAST)
+        loom.build_best(loom.Task("matmul", [48, 48, 48]))
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    while not done.is_set():
+        ticks.append(1)
+        done.wait(0.001)
+    t.join()
+    assert len(ticks) > 20  # the main thread kept running meanwhile
