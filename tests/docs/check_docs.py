@@ -5,25 +5,28 @@ Every fenced block of a code language (cpp, c, sh, cmake) carries a marker, an H
 the line(s) just before its fence (GitHub does not show it):
 
     <!-- check: compile -->          C++: compiled against the installed package
-    <!-- check: run -->              C++: compiled and run; sh: every command run
+    <!-- check: run -->              C++: compiled and run; sh: every command run; python: run
     <!-- check: skip (reason) -->    not checked, and why
 
 A marker may span lines; after its first line come any of
     setup: LINE        C++: a statement before the snippet (inside main); sh: a command run first
     after: LINE        C++: a statement after the snippet (e.g. lower() of what it scheduled)
     replace: A => B    text replaced in the snippet before it is checked (smaller sizes, fewer trials)
-    expect: TEXT       sh: the commands' output must contain TEXT
+    expect: TEXT       sh, python: the output must contain TEXT
 
 A C++ snippet without `int main(` is a fragment: its #include lines go to the top and the rest
 into `int main() try { … }` after `#include <loom/loom.h>` and `using namespace loom;`, with
 #line directives so that compiler errors name the markdown file and line. sh commands run with
 bash in a scratch folder of their own, the installed bin/ first on PATH; lines ending in `\\`
-continue. A block of a code language without a marker, a skip without a reason, or a marker
+continue. Python blocks run, each on its own, with --python and the package folder --python-path
+(the build tree's python/) first on sys.path; without --python they are counted as skipped,
+saying so. A block of a code language without a marker, a skip without a reason, or a marker
 with no block after it is an error, as is any snippet that fails: each failure names the file,
 the line and the compiler's or command's output.
 
   check_docs.py --source-dir REPO --prefix INSTALL_PREFIX --work-dir SCRATCH
                 [--generator G] [--cxx-compiler CXX] [--env NAME=VALUE …] [--list]
+                [--python PYTHON --python-path DIR]
 """
 import argparse
 import os
@@ -34,7 +37,7 @@ import sys
 import time
 
 CODE_LANGS = {"cpp": "cpp", "c++": "cpp", "cc": "cpp", "c": "c", "sh": "sh", "bash": "sh",
-              "shell": "sh", "console": "sh", "cmake": "cmake"}
+              "shell": "sh", "console": "sh", "cmake": "cmake", "python": "python", "py": "python"}
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)\s*$")
 MARKER_START = re.compile(r"^\s*<!--\s*check:\s*(.*)$")
 WRAP_HEADERS = ["cstdio", "cstdlib", "exception", "iostream", "optional", "string", "vector"]
@@ -143,12 +146,12 @@ def parse_marker(b):
             b.expect.append(value)
         else:
             errors.append(f"{where}: cannot read the marker line '{extra}' (setup:, after:, replace: A => B, expect:)")
-    if b.mode != "skip" and b.lang not in ("cpp", "sh"):
-        errors.append(f"{where}: only cpp and sh blocks can be checked ({b.mode}); mark this ```{b.lang} block skip (reason)")
-    if b.mode == "compile" and b.lang == "sh":
-        errors.append(f"{where}: an sh block is run or skipped, not compiled")
-    if b.expect and b.lang != "sh":
-        errors.append(f"{where}: expect: is for sh blocks")
+    if b.mode != "skip" and b.lang not in ("cpp", "sh", "python"):
+        errors.append(f"{where}: only cpp, sh and python blocks can be checked ({b.mode}); mark this ```{b.lang} block skip (reason)")
+    if b.mode == "compile" and b.lang in ("sh", "python"):
+        errors.append(f"{where}: an {b.lang} block is run or skipped, not compiled")
+    if b.expect and b.lang not in ("sh", "python"):
+        errors.append(f"{where}: expect: is for sh and python blocks")
     if b.after and b.lang != "cpp":
         errors.append(f"{where}: after: is for C++ blocks")
     return errors
@@ -273,6 +276,23 @@ def run_sh(b, env, scratch):
     return None
 
 
+def run_python(b, args, env, scratch):
+    """Runs a Python block (its setup: lines first) with the build tree's package."""
+    os.makedirs(scratch)
+    script = os.path.join(scratch, "snippet.py")
+    with open(script, "w") as f:
+        f.write("".join(l + "\n" for l in b.setup) + "\n" * max(0, b.line - 1 - len(b.setup)) + block_text(b) + "\n")
+    penv = dict(env)
+    penv["PYTHONPATH"] = os.path.abspath(args.python_path) + os.pathsep + penv.get("PYTHONPATH", "")
+    rc, out = run([args.python, script], scratch, penv)
+    if rc != 0:
+        return f"{b.where()}: the Python snippet failed ({rc}) (line numbers are the markdown file's):\n{tail(out)}"
+    for e in b.expect:
+        if e not in out:
+            return f"{b.where()}: the Python snippet's output has no '{e}':\n{tail(out)}"
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--source-dir", required=True)
@@ -283,6 +303,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the sh commands")
     ap.add_argument("--list", action="store_true", help="only check the markers and list the blocks")
+    ap.add_argument("--python", help="the interpreter that runs the Python blocks (the build tree's venv)")
+    ap.add_argument("--python-path", help="the folder holding the package loom (<build>/python)")
     args = ap.parse_args()
 
     blocks, errors = parse_docs(args.source_dir)
@@ -336,7 +358,17 @@ def main():
         print(f"  ran {b.where()} ({time.time() - t:.1f} s): " + ("ok" if not err else "FAILED"))
         if err:
             failures.append(err)
-    skipped = sum(1 for b in blocks if b.mode == "skip")
+    py = [b for b in blocks if b.lang == "python" and b.mode == "run"]
+    if py and not args.python:
+        print(f"docs check: {len(py)} Python blocks not run: no --python (the Python package was not built)")
+    for n, b in enumerate(py if args.python else []):
+        t = time.time()
+        err = run_python(b, args, env, os.path.join(work, "run", f"py_{n}"))
+        nrun += 1
+        print(f"  ran {b.where()} ({time.time() - t:.1f} s): " + ("ok" if not err else "FAILED"))
+        if err:
+            failures.append(err)
+    skipped = sum(1 for b in blocks if b.mode == "skip") + (0 if args.python else len(py))
     print(f"docs check: {len(blocks)} marked blocks: {len(cpp) - len(broken)} of {len(cpp)} C++ compiled, {nrun} run, {skipped} skipped; "
           f"{len(failures)} failed ({time.time() - t0:.0f} s)")
     for f in failures:
