@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "loom/te/tensor.h"
+#include "loom/te/ops/softmax_family.h"
 
 namespace loom::te::ops {
 
