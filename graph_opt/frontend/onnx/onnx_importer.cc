@@ -45,12 +45,23 @@ int64_t normalize_axis(const Importer& im, int64_t axis, size_t rank, const std:
   return axis < 0 ? axis + r : axis;
 }
 
+int first_opset(const std::string& op_type) {
+  // The operators loom imports that are younger than kOldestOnnxOpset.
+  static const std::map<std::string, int> since{
+      {"ConstantOfShape", 9}, {"Erf", 9}, {"Sign", 9}, {"ThresholdedRelu", 10}, {"Round", 11}, {"Celu", 12},
+      {"HardSwish", 14}, {"CastLike", 15}, {"LayerNormalization", 17}, {"Mish", 18}, {"Gelu", 20}};
+  auto it = since.find(op_type);
+  return it == since.end() ? kOldestOnnxOpset : it->second;
+}
+
 const std::map<std::string, Converter>& converters() {
   static const std::map<std::string, Converter> table = [] {
     std::map<std::string, Converter> m;
     add_nn_converters(m);
     add_elementwise_converters(m);
     add_transform_converters(m);
+    add_softmax_converters(m);
+    add_tensor_converters(m);
     return m;
   }();
   return table;
@@ -294,7 +305,32 @@ Value Importer::broadcast_to(Value v, const std::vector<int64_t>& shape) {
 
 // ---------------------------------------------------------------- the walk
 
+void Importer::resolve_input_shapes() {
+  std::set<std::string> initializers, inputs, dims;
+  for (const auto& t : graph_.initializer()) initializers.insert(t.name());
+  for (const auto& in : graph_.input()) {
+    if (initializers.count(in.name())) continue;
+    inputs.insert(in.name());
+    if (in.type().has_tensor_type() && in.type().tensor_type().has_shape())
+      for (const auto& d : in.type().tensor_type().shape().dim())
+        if (!d.has_dim_value() && !d.dim_param().empty()) dims.insert(d.dim_param());
+  }
+  for (const auto& [name, extents] : opt_.input_shapes) {
+    if (inputs.count(name)) continue;
+    if (!dims.count(name))
+      fail("onnx: {}: an input shape is given for '{}', which is neither a graph input nor a symbolic dim (graph "
+           "inputs: {}; symbolic dims: {})",
+           source_, name, inputs.empty() ? "none" : fmt::format("{}", fmt::join(inputs, ", ")),
+           dims.empty() ? "none" : fmt::format("{}", fmt::join(dims, ", ")));
+    if (extents.size() != 1 || extents[0] < 0)
+      fail("onnx: {}: symbolic dim '{}' takes one extent (e.g. {}=1), got [{}]", source_, name, name,
+           fmt::join(extents, ","));
+    dim_values_[name] = extents[0];
+  }
+}
+
 void Importer::add_graph_inputs() {
+  resolve_input_shapes();
   std::set<std::string> initializers;
   for (const auto& t : graph_.initializer()) initializers.insert(t.name());
   if (graph_.sparse_initializer_size() > 0)
@@ -326,11 +362,16 @@ void Importer::add_graph_inputs() {
         throw OnnxUnsupported(what + ": has no shape; give one (OnnxImportOptions::input_shapes, --input-shape)");
       for (int d = 0; d < tt.shape().dim_size(); ++d) {
         const auto& dim = tt.shape().dim(d);
-        if (!dim.has_dim_value())
+        if (dim.has_dim_value()) {
+          t.shape.push_back(dim.dim_value());
+        } else if (auto v = dim_values_.find(dim.dim_param()); v != dim_values_.end()) {
+          t.shape.push_back(v->second);
+        } else {
           throw OnnxUnsupported(fmt::format("{}: dim {} is dynamic ('{}'); give a static shape "
-                                            "(OnnxImportOptions::input_shapes, --input-shape)",
-                                            what, d, dim.dim_param()));
-        t.shape.push_back(dim.dim_value());
+                                            "(OnnxImportOptions::input_shapes, --input-shape {}=D0,D1,…{})",
+                                            what, d, dim.dim_param(), in.name(),
+                                            dim.dim_param().empty() ? "" : " or --input-shape " + dim.dim_param() + "=N"));
+        }
       }
     }
     if (runtime::checked_element_count(t.shape, what) == 0) {
@@ -417,6 +458,8 @@ void Importer::convert(int index) {
   const std::string& domain = node_->domain();
   if (!domain.empty() && domain != "ai.onnx") unsupported(fmt::format("operators of domain '{}' are not supported", domain));
   auto it = converters().find(node_->op_type());
+  if (auto since = first_opset(node_->op_type()); since > opset_)
+    invalid(fmt::format("operator {} exists from opset {}; the model imports opset {}", node_->op_type(), since, opset_));
   if (it == converters().end())
     unsupported(fmt::format("operator {} is not supported (loom imports {})", node_->op_type(),
                             fmt::join(onnx_supported_ops(), ", ")));
@@ -447,11 +490,18 @@ void Importer::set_graph_outputs() {
         bool ok = tt.shape().dim_size() == int(have.size());
         for (int d = 0; ok && d < tt.shape().dim_size(); ++d)
           if (tt.shape().dim(d).has_dim_value() && tt.shape().dim(d).dim_value() != have[size_t(d)]) ok = false;
-        if (!ok) {
+        for (int d = 0; ok && d < tt.shape().dim_size(); ++d) {
+          auto v = dim_values_.find(tt.shape().dim(d).dim_param());
+          if (!tt.shape().dim(d).has_dim_value() && v != dim_values_.end() && v->second != have[size_t(d)]) ok = false;
+        }
+        if (!ok && opt_.warn) {
+          // Exporters declare output shapes they did not infer (PyTorch's symbolic dims): the
+          // graph's own shapes stand.
           std::vector<std::string> dims;
           for (const auto& d : tt.shape().dim())
             dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param().empty() ? "?" : d.dim_param());
-          fail("{} is declared with shape [{}] but the import infers {}", what, fmt::join(dims, ","), shape_str(have));
+          *opt_.warn << fmt::format("warning: {} is declared with shape [{}] but the graph computes {}; using {}\n", what,
+                                    fmt::join(dims, ","), shape_str(have), shape_str(have));
         }
       }
     }
@@ -470,10 +520,10 @@ Graph Importer::run() {
     opset_ = int(o.version());
   }
   if (opset_ == 0) throw OnnxUnsupported(fmt::format("onnx: {}: the model imports no default-domain opset", source_));
-  if (opset_ < 13)
-    throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is older than 13, the oldest loom imports "
+  if (opset_ < kOldestOnnxOpset)
+    throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is older than {}, the oldest loom imports "
                                       "(convert it with onnx.version_converter)",
-                                      source_, opset_));
+                                      source_, opset_, kOldestOnnxOpset));
   if (opset_ > kNewestOnnxOpset)
     throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is newer than {}, the newest loom imports (operators may "
                                       "have changed meaning since)",
