@@ -2,6 +2,7 @@
 // frontend, at the opsets where their meaning differs, against values computed here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -36,7 +37,8 @@ std::vector<runtime::NDArray> run_all(const Model& m, const std::vector<runtime:
   for (size_t k = 0; k < ref.size() && k < compiled.size(); ++k) {
     EXPECT_EQ(ref[k].dtype(), compiled[k].dtype());
     std::vector<double> r = values(ref[k]), c = values(compiled[k]);
-    EXPECT_EQ(r, c) << "output " << k;
+    EXPECT_EQ(r.size(), c.size());
+    for (size_t i = 0; i < r.size() && i < c.size(); ++i) EXPECT_NEAR(r[i], c[i], 1e-5 * std::max(1.0, std::abs(r[i]))) << k << " " << i;
   }
   return ref;
 }
@@ -90,7 +92,7 @@ TEST(OnnxTensorOps, DropoutAtInferenceIsTheIdentityAndItsMaskKeepsEverything) {
   Model m = dropout(12, false, {"r", "t"}, {attr_int("seed", 3)});
   m.inputs.push_back(value("r", {}));
   m.inits = {tensor("t", kBool, {}, std::string(1, '\0'))};
-  out = run_all(m, {array({2, 3}, x), array({}, {0.9})});
+  out = run_all(m, {array({2, 3}, x), array({1}, {0.9})});
   EXPECT_EQ(values(out[0]), x);
   m.inits = {tensor("t", kBool, {}, std::string(1, '\1'))};
   EXPECT_HAS(import_error(m), "ratio (input 1 'r') is computed at run time");
@@ -176,7 +178,7 @@ TEST(OnnxTensorOps, CastLikeCastsToTheTargetsType) {
   m.opset = 15;
   m.inputs = {value("x", {"3"}), value("like", {"1"}, kInt32)};
   m.nodes = {node("CastLike", {"x", "like"}, {"y"})};
-  m.outputs = {value("y", {"3"}, kInt32)};
+  m.outputs = {untyped("y")};
   Graph g = import_onnx_bytes(m.bytes(), "m.onnx");
   EXPECT_EQ(g.type(g.outputs[0]).dtype, DataType::Int(32));
   std::vector<runtime::NDArray> out =
@@ -189,6 +191,10 @@ TEST(OnnxTensorOps, CastLikeCastsToTheTargetsType) {
   EXPECT_HAS(import_error(m), "attribute 'saturate' is not supported");
   m.opset = 19;
   EXPECT_EQ(import_error(m), "");
+  // Only the target's type matters: it may have no elements.
+  m.inputs[1] = value("like", {"0"}, kDouble);
+  g = import_onnx_bytes(m.bytes(), "m.onnx");
+  EXPECT_EQ(g.type(g.outputs[0]).dtype, DataType::Float(64));
 }
 
 TEST(OnnxTensorOps, LogSoftmaxAndHardmaxCompileAlongAnyAxis) {

@@ -240,6 +240,9 @@ void constant(Importer& im) {
     a = one({int64_t(v.size())}, DataType::Int(64));
     std::memcpy(a.raw_data(), v.data(), v.size() * sizeof(int64_t));
   }
+  if (set == 0 && !since12)
+    for (const char* s : {"value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings"})
+      if (im.has_attr(s)) im.invalid(fmt::format("attribute '{}' is from opset 12; the model imports opset {}", s, im.opset()));
   if (set != 1) im.invalid(fmt::format("needs exactly one value attribute, has {}", set));
   if (a.numel() == 0) return im.set_empty_output(0, a);
   const bool scalar = a.ndim() == 0;

@@ -91,6 +91,13 @@ Value Importer::input(int i) const {
   return it->second.value;
 }
 
+DataType Importer::input_dtype(int i) const {
+  if (input_empty(i)) return empty_.at(node_->input(i)).dtype();
+  if (has_input(i))
+    if (auto it = empty_inputs_.find(node_->input(i)); it != empty_inputs_.end()) return it->second;
+  return type(input(i)).dtype;
+}
+
 bool Importer::input_scalar(int i) const {
   input(i);
   return values_.at(node_->input(i)).scalar;
@@ -377,7 +384,7 @@ void Importer::add_graph_inputs() {
     if (runtime::checked_element_count(t.shape, what) == 0) {
       // No data to pass: left out of the signature; a node that reads it says so (an empty
       // axes input read with const_input asks for it to be bound).
-      empty_inputs_.insert(in.name());
+      empty_inputs_[in.name()] = t.dtype;
       continue;
     }
     const bool scalar = t.shape.empty();
@@ -467,7 +474,7 @@ void Importer::convert(int index) {
   for (const auto& a : node_->attribute())
     if (!attrs_read_.count(a.name())) unsupported(fmt::format("attribute '{}' is not supported", a.name()));
   for (int k = 0; k < node_->output_size(); ++k)
-    if (output_used(k) && !values_.count(node_->output(k)))
+    if (output_used(k) && !values_.count(node_->output(k)) && !empty_.count(node_->output(k)))
       unsupported(fmt::format("output {} '{}' is not supported", k, node_->output(k)));
   node_ = nullptr;
 }

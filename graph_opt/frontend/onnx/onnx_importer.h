@@ -57,7 +57,8 @@ class Importer {
   bool input_scalar(int i) const;
   /// The ONNX shape of input `i` ({} for rank 0).
   std::vector<int64_t> input_shape(int i) const;
-  DataType input_dtype(int i) const { return type(input(i)).dtype; }
+  /// The element type of input `i`, also of one without elements.
+  DataType input_dtype(int i) const;
   /// The constant array of input `i`; OnnxUnsupported naming `what` if it is computed at run time.
   runtime::NDArray const_input(int i, const std::string& what) const;
   /// A constant integer input as int64 values.
@@ -124,7 +125,7 @@ class Importer {
   std::map<std::string, OnnxValue> values_;       // by ONNX value name
   std::map<int, runtime::NDArray> constants_;     // by node index of the graph being built
   std::map<std::string, runtime::NDArray> empty_;  // bound inputs without elements, by name
-  std::set<std::string> empty_inputs_;              // unbound graph inputs without elements
+  std::map<std::string, DataType> empty_inputs_;    // unbound graph inputs without elements -> their dtype
   std::map<std::string, int64_t> dim_values_;       // symbolic dims given an extent, by dim_param
   std::map<int, Value> reshaped_from_;               // reshape node index -> its input
   const onnx::NodeProto* node_ = nullptr;
