@@ -149,8 +149,9 @@ class ImportTest(unittest.TestCase):
 
     # ---- unsupported
     def test_unsupported_operator(self):
-        m = model([helper.make_node("Hardmax", ["x"], ["y"], name="hm")], [vi("x", [2, 3])], [vi("y", [2, 3])])
-        self.assert_error(m, "node #0 'hm' (Hardmax)", "operator Hardmax is not supported", "Conv")
+        m = model([helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf")], [vi("x", [2, 3], TensorProto.INT64)],
+                  [vi("y", [2, 3])])
+        self.assert_error(m, "node #0 'tfidf' (TfIdfVectorizer)", "operator TfIdfVectorizer is not supported", "Conv")
 
     def test_unsupported_attribute_and_value(self):
         node = helper.make_node("Relu", ["x"], ["y"], name="r", alpha=0.5)
