@@ -145,7 +145,10 @@ TEST(OnnxOpsets, SqueezeAndUnsqueezeAxesAreAnAttributeBefore13AndAnInputFrom13) 
   EXPECT_EQ(g.type(g.outputs[0]).shape, (std::vector<int64_t>{3, 1}));
   m.nodes = {node("Unsqueeze", {"x", "axes"}, {"y"}, {attr_ints("axes", {0})})};
   EXPECT_HAS(import_error(m), "attribute 'axes' is not supported");
-  // An axes input before 13 is an extra input the operator ignores: the attribute decides.
+  // Before 13 an axes input is not part of the operator.
+  m.opset = 12;
+  m.nodes = {node("Unsqueeze", {"x", "axes"}, {"y"})};
+  EXPECT_HAS(import_error(m), "input 1 (axes) is from opset 13; the model imports opset 12, whose axes are an attribute");
   Model old = unary("Squeeze", {"1", "3"}, 11);
   EXPECT_EQ(import_error(old), "");  // no axes: every dim of extent 1
 }

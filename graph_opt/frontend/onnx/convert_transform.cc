@@ -67,7 +67,12 @@ void flatten(Importer& im) {
 /// The axes of Squeeze, Unsqueeze and the reductions: an attribute before opset
 /// `input_since`, input `input` from it on ({} when absent).
 std::vector<int64_t> axes_input_or_attr(Importer& im, int input, int input_since) {
-  if (im.opset() < input_since) return im.attr_ints("axes", std::vector<int64_t>{});
+  if (im.opset() < input_since) {
+    if (im.has_input(input))
+      im.invalid(fmt::format("input {} (axes) is from opset {}; the model imports opset {}, whose axes are an attribute",
+                             input, input_since, im.opset()));
+    return im.attr_ints("axes", std::vector<int64_t>{});
+  }
   if (im.has_input(input)) return im.const_ints(input, "axes");
   return {};
 }

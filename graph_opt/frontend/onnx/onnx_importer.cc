@@ -495,11 +495,12 @@ void Importer::set_graph_outputs() {
       if (tt.has_shape()) {
         std::vector<int64_t> have = it->second.scalar ? std::vector<int64_t>{} : t.shape;
         bool ok = tt.shape().dim_size() == int(have.size());
-        for (int d = 0; ok && d < tt.shape().dim_size(); ++d)
-          if (tt.shape().dim(d).has_dim_value() && tt.shape().dim(d).dim_value() != have[size_t(d)]) ok = false;
         for (int d = 0; ok && d < tt.shape().dim_size(); ++d) {
-          auto v = dim_values_.find(tt.shape().dim(d).dim_param());
-          if (!tt.shape().dim(d).has_dim_value() && v != dim_values_.end() && v->second != have[size_t(d)]) ok = false;
+          // A symbolic dim given an extent (input_shapes) is compared as that extent.
+          const auto& dim = tt.shape().dim(d);
+          auto given = dim_values_.find(dim.dim_param());
+          if (dim.has_dim_value()) ok = dim.dim_value() == have[size_t(d)];
+          else if (given != dim_values_.end()) ok = given->second == have[size_t(d)];
         }
         if (!ok && opt_.warn) {
           // Exporters declare output shapes they did not infer (PyTorch's symbolic dims): the
