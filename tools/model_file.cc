@@ -16,7 +16,7 @@ namespace {
 /// an item NAME=D starts an entry, a bare D extends the one before.
 void parse_input_shape(const Args& a, const std::string& text, std::map<std::string, std::vector<int64_t>>& out) {
   auto bad = [&] {
-    a.usage_error("--input-shape wants INPUT=D0,D1,… (a graph input's shape, e.g. data=1,3,224,224) or DIM=N[,DIM=N…] "
+    a.usage_error("--input-shape wants NAME=D0,D1,… (a graph input's shape, e.g. data=1,3,224,224) or DIM=N[,DIM=N…] "
                   "(symbolic dims, e.g. batch=1,height=48), got '{}'",
                   text);
   };
