@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "common/cli_test_util.h"
-#include "onnx/onnx_model_writer.h"
+#include "common/onnx_model_writer.h"
 
 namespace loom {
 namespace {

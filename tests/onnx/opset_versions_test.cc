@@ -9,7 +9,7 @@
 
 #include "common/cli_test_util.h"
 #include "loom/graph_opt/onnx.h"
-#include "onnx/onnx_model_writer.h"
+#include "common/onnx_model_writer.h"
 
 namespace loom::onnx_test {
 namespace {
