@@ -38,11 +38,12 @@ Command import_command() {
   c.usage = "MODEL.onnx [-o MODEL.json] [--print] [--input-shape NAME=DIMS]...";
   c.positional = "MODEL.onnx";
   c.description =
-      "Reads an ONNX model (opset 13 or later) into the graph IR: initializers become constants,\n"
+      "Reads an ONNX model (opset 7 or later) into the graph IR: initializers become constants,\n"
       "each node registry operators, constant subgraphs (Shape, Constant, arithmetic on shapes)\n"
       "are evaluated at import. An operator, attribute or type loom does not support is an error\n"
       "naming the node (index and name), its op type and what is missing. docs/onnx.md lists\n"
-      "what is supported.";
+      "what is supported. Dynamic dims take static extents from --input-shape: a graph input's\n"
+      "whole shape (data=1,3,224,224) or symbolic dims by name (batch=1,height=48).";
   c.options = {{"--output", "FILE.json", "write the graph as JSON (large constants in a .weights file next to it)", false, "-o"},
                {"--print", "", "print the imported graph"},
                input_shape_option()};

@@ -2,6 +2,7 @@
 #include "model_file.h"
 
 #include <algorithm>
+#include <map>
 
 #include "loom/codegen/check_target.h"
 #include "loom/graph_opt/onnx.h"
@@ -11,24 +12,54 @@ namespace loom::cli {
 
 namespace {
 
-/// "data=1,3,224,224" -> {"data", {1,3,224,224}}.
-std::pair<std::string, std::vector<int64_t>> parse_input_shape(const Args& a, const std::string& text) {
-  size_t eq = text.rfind('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    a.usage_error("--input-shape wants NAME=D0,D1,… (e.g. data=1,3,224,224), got '{}'", text);
-  return {text.substr(0, eq), parse_int_list("--input-shape", text.substr(eq + 1))};
+/// "data=1,3,224,224" -> {data: [1,3,224,224]}; "batch=1,height=48" -> {batch: [1], height: [48]}:
+/// an item NAME=D starts an entry, a bare D extends the one before.
+void parse_input_shape(const Args& a, const std::string& text, std::map<std::string, std::vector<int64_t>>& out) {
+  auto bad = [&] {
+    a.usage_error("--input-shape wants NAME=D0,D1,… (a graph input's shape, e.g. data=1,3,224,224) or DIM=N[,DIM=N…] "
+                  "(symbolic dims, e.g. batch=1,height=48), got '{}'",
+                  text);
+  };
+  if (text.empty() || text.back() == ',') bad();
+  std::string name;
+  std::vector<int64_t> dims;
+  auto flush = [&] {
+    if (name.empty()) return;
+    if (!out.emplace(name, dims).second) a.usage_error("--input-shape: '{}' is given twice", name);
+  };
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(begin, end - begin);
+    size_t eq = item.find('=');
+    if (eq != std::string::npos) {
+      if (eq == 0 || eq + 1 == item.size()) bad();
+      flush();
+      name = item.substr(0, eq);
+      dims = {parse_int_list("--input-shape", item.substr(eq + 1))[0]};
+    } else {
+      if (name.empty()) bad();
+      dims.push_back(parse_int_list("--input-shape", item)[0]);
+    }
+    begin = end + 1;
+  }
+  flush();
 }
 
 graph_opt::OnnxImportOptions onnx_options(const Args& a) {
   graph_opt::OnnxImportOptions opt;
-  for (const std::string& s : a.all("--input-shape")) opt.input_shapes.insert(parse_input_shape(a, s));
+  for (const std::string& s : a.all("--input-shape")) parse_input_shape(a, s, opt.input_shapes);
   return opt;
 }
 
 }  // namespace
 
 Option input_shape_option() {
-  return {"--input-shape", "NAME=DIMS", "static shape of an ONNX model's input with dynamic dims, e.g. data=1,3,224,224",
+  return {"--input-shape", "NAME=DIMS",
+          "static shapes for an ONNX model with dynamic dims: a graph input's whole shape (data=1,3,224,224) or "
+          "symbolic dims by name, wherever they appear (batch=1,height=48); NAME is looked up among the graph "
+          "inputs first",
           true};
 }
 

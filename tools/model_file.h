@@ -12,7 +12,8 @@
 
 namespace loom::cli {
 
-/// --input-shape NAME=DIMS (repeated), for ONNX models with dynamic dims.
+/// --input-shape NAME=DIMS (repeated), for ONNX models with dynamic dims: INPUT=D0,D1,… (a graph
+/// input's shape) or DIM=N,DIM=N… (symbolic dims).
 Option input_shape_option();
 
 /// The ONNX model at `path`, with the --input-shape options of `a`.

@@ -22,6 +22,8 @@ std::vector<OpDef> reduce_ops();
 std::vector<OpDef> transform_ops();
 /// quantize, dequantize, requantize.
 std::vector<OpDef> quantize_ops();
+/// log_softmax, hardmax.
+std::vector<OpDef> softmax_family_ops();
 
 /// An attribute spec with a default (`required` makes one without).
 inline AttrSpec attr(std::string name, AttrKind kind, std::optional<AttrValue> def, std::string doc) {

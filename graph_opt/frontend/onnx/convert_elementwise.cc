@@ -91,8 +91,14 @@ void clip(Importer& im) {
     lo = t.is_int() ? -std::ldexp(1.0, t.bits() - 1) : 0.0;
     hi = t.is_int() ? std::ldexp(1.0, t.bits() - 1) - 1 : std::ldexp(1.0, t.bits()) - 1;
   }
-  if (im.has_input(1)) lo = im.const_scalar(1, "min");
-  if (im.has_input(2)) hi = im.const_scalar(2, "max");
+  if (im.opset() < 11) {
+    // Clip-6: float attributes, defaulting to float32's range.
+    lo = im.attr_float("min", -std::numeric_limits<float>::max());
+    hi = im.attr_float("max", std::numeric_limits<float>::max());
+  } else {
+    if (im.has_input(1)) lo = im.const_scalar(1, "min");
+    if (im.has_input(2)) hi = im.const_scalar(2, "max");
+  }
   if (std::isnan(lo) || std::isnan(hi)) im.unsupported("a NaN bound");
   if (lo > hi) lo = hi;  // numpy's clip: every element becomes max
   if (std::isinf(lo) && std::isinf(hi) && !t.is_integer()) return im.set_output(0, x, im.input_scalar(0));
@@ -109,8 +115,8 @@ void gelu(Importer& im) {
 
 void cast(Importer& im) {
   DataType to = to_dtype(int(im.attr_int("to")), im.where() + ": attribute 'to'");
-  im.ignore_attr("saturate");    // only for float8 targets, which loom lacks
-  im.ignore_attr("round_mode");  // likewise
+  if (im.opset() >= 19) im.ignore_attr("saturate");    // only for float8 targets, which loom lacks
+  if (im.opset() >= 24) im.ignore_attr("round_mode");  // likewise
   Value x = im.input(0);
   if (im.type(x).dtype == to) return im.set_output(0, x, im.input_scalar(0));
   im.set_output(0, im.op("cast", {x}, {{"dtype", to.str()}}), im.input_scalar(0));

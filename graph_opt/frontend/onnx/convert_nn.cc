@@ -1,5 +1,5 @@
 // Converters of ONNX's neural-network operators: Conv, ConvTranspose, Gemm, MatMul, BatchNormalization,
-// MaxPool, AveragePool, GlobalAveragePool, Softmax, LayerNormalization.
+// MaxPool, AveragePool, GlobalAveragePool, LayerNormalization.
 #include <fmt/ranges.h>
 
 #include <cmath>
@@ -16,13 +16,13 @@ struct Window {
   std::vector<int64_t> pads;  // {top, left, bottom, right}
 };
 
-/// Kernel, strides, dilations and explicit pads from ONNX's attributes for input spatial
-/// extents `in` (auto_pad resolved).
-Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int64_t> kernel) {
+/// Kernel, strides, dilations (when the operator's version has them) and explicit pads from
+/// ONNX's attributes for input spatial extents `in` (auto_pad resolved).
+Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool has_dilations = true) {
   Window w;
   w.kernel = std::move(kernel);
   w.strides = im.attr_ints("strides", std::vector<int64_t>{1, 1});
-  w.dilations = im.attr_ints("dilations", std::vector<int64_t>{1, 1});
+  w.dilations = has_dilations ? im.attr_ints("dilations", std::vector<int64_t>{1, 1}) : std::vector<int64_t>{1, 1};
   std::vector<int64_t> pads = im.attr_ints("pads", std::vector<int64_t>{0, 0, 0, 0});
   const std::string auto_pad = im.attr_str("auto_pad", "NOTSET");
   if (w.strides.size() != 2 || w.dilations.size() != 2 || pads.size() != 4)
@@ -178,6 +178,7 @@ void conv_transpose(Importer& im) {
 }
 
 void gemm(Importer& im) {
+  if (im.opset() < 11 && !im.has_input(2)) im.invalid("input C is required before opset 11");
   const double alpha = im.attr_float("alpha", 1.0), beta = im.attr_float("beta", 1.0);
   const int64_t trans_a = im.attr_int("transA", 0), trans_b = im.attr_int("transB", 0);
   if (im.input_shape(0).size() != 2 || im.input_shape(1).size() != 2)
@@ -254,22 +255,43 @@ void matmul(Importer& im) {
   im.set_output(0, y, im.input_shape(0).size() == 1 && im.input_shape(1).size() == 1);
 }
 
+/// BatchNormalization at inference. Before opset 9, spatial=0 normalizes per activation:
+/// scale, B, mean and var then have the input's shape without N.
 void batch_norm(Importer& im) {
-  if (im.attr_int("training_mode", 0) != 0) im.unsupported("training_mode=1 (loom runs inference only)");
+  if (im.opset() >= 14 && im.attr_int("training_mode", 0) != 0)
+    im.unsupported("training_mode=1 (loom runs inference only)");
   im.attr_float("momentum", 0.9);  // only for training
   const double eps = im.attr_float("epsilon", 1e-5);
-  for (int k = 1; k < 3; ++k)
-    if (im.output_used(k)) im.unsupported(fmt::format("output {} (running statistics of training)", k));
+  const bool spatial = im.opset() >= 9 || im.attr_int("spatial", 1) != 0;
+  // Outputs 1..4 (opset < 14: mean, var, saved_mean, saved_var; from 14: running_mean, running_var)
+  // are statistics of training.
+  for (int k = 1; k < 5; ++k)
+    if (im.output_used(k)) im.unsupported(fmt::format("output {} (statistics of training)", k));
   std::vector<int64_t> x = im.input_shape(0);
   if (x.size() < 2) im.invalid(fmt::format("input {} has no channel axis", shape_str(x)));
-  if (!im.type(im.input(0)).dtype.is_float()) im.unsupported("input type " + im.type(im.input(0)).dtype.str());
+  const DataType t = im.type(im.input(0)).dtype;
+  if (!t.is_float()) im.unsupported("input type " + t.str());
   std::vector<Value> in{im.input(0)};
   for (int k = 1; k < 5; ++k) {
     Value v = im.input(k);
-    if (im.type(v).dtype != im.type(in[0]).dtype) v = im.op("cast", {v}, {{"dtype", im.type(in[0]).dtype.str()}});
+    if (im.type(v).dtype != t) v = im.op("cast", {v}, {{"dtype", t.str()}});
     in.push_back(v);
   }
-  im.set_output(0, im.op("batch_norm", in, {{"axis", int64_t(1)}, {"epsilon", eps}}));
+  std::vector<int64_t> per_activation(x.begin() + 1, x.end());
+  if (spatial || im.input_shape(1) == std::vector<int64_t>{x[1]})
+    return im.set_output(0, im.op("batch_norm", in, {{"axis", int64_t(1)}, {"epsilon", eps}}));
+  // (x - mean) / sqrt(var + epsilon) * scale + B, the parameters broadcast over N.
+  std::vector<int64_t> param_shape = x;
+  param_shape[0] = 1;
+  for (int k = 1; k < 5; ++k) {
+    if (im.input_shape(k) != per_activation)
+      im.invalid(fmt::format("with spatial=0, input {} {} must have the input's shape without N, {}", k,
+                             shape_str(im.input_shape(k)), shape_str(per_activation)));
+    in[size_t(k)] = im.reshape(in[size_t(k)], param_shape);
+  }
+  Value stddev = im.op("sqrt", {im.op("add", {in[4], im.scalar(eps, t, x.size(), "epsilon")})});
+  Value y = im.op("divide", {im.op("subtract", {in[0], in[3]}), stddev});
+  im.set_output(0, im.op("add", {im.op("multiply", {y, in[1]}), in[2]}));
 }
 
 /// The count of window elements inside [lo, hi) along one dim, per output position.
@@ -286,13 +308,15 @@ void pool(Importer& im, bool avg) {
   std::vector<int64_t> x = spatial_input(im, "pooling");
   std::vector<int64_t> kernel = im.attr_ints("kernel_shape");
   if (kernel.size() != 2) im.invalid(fmt::format("kernel_shape [{}] does not fit 2 spatial dims", fmt::join(kernel, ",")));
-  const bool ceil_mode = im.attr_int("ceil_mode", 0) != 0;
+  // ceil_mode from opset 10; dilations from 10 (MaxPool) and 19 (AveragePool);
+  // storage_order and Indices from 8.
+  const bool ceil_mode = im.opset() >= 10 && im.attr_int("ceil_mode", 0) != 0;
   const bool include_pad = avg && im.attr_int("count_include_pad", 0) != 0;
-  if (!avg) {
+  if (!avg && im.opset() >= 8) {
     if (im.attr_int("storage_order", 0) != 0 && im.output_used(1)) im.unsupported("storage_order=1");
     if (im.output_used(1)) im.unsupported("output 1 (Indices)");
   }
-  Window w = read_window(im, {x[2], x[3]}, kernel);
+  Window w = read_window(im, {x[2], x[3]}, kernel, im.opset() >= (avg ? 19 : 10));
   if (w.dilations != std::vector<int64_t>{1, 1})
     im.unsupported(fmt::format("dilations [{}] (loom's pooling has none)", fmt::join(w.dilations, ",")));
   // Output extents and the padding past the end that ceil_mode adds.
@@ -348,14 +372,6 @@ void global_avg_pool(Importer& im) {
   std::vector<int64_t> axes;
   for (size_t d = 2; d < x.size(); ++d) axes.push_back(int64_t(d));
   im.set_output(0, im.op("reduce_mean", {im.input(0)}, {{"axes", axes}, {"keepdims", int64_t(1)}}));
-}
-
-void softmax(Importer& im) {
-  std::vector<int64_t> x = im.input_shape(0);
-  if (x.empty()) im.invalid("input is a scalar");
-  if (!im.type(im.input(0)).dtype.is_float()) im.unsupported("input type " + im.type(im.input(0)).dtype.str());
-  const int64_t axis = normalize_axis(im, im.attr_int("axis", -1), x.size(), "axis");
-  im.set_output(0, im.op("softmax", {im.input(0)}, {{"axis", axis}}));
 }
 
 void layer_norm(Importer& im) {
@@ -417,7 +433,6 @@ void add_nn_converters(std::map<std::string, Converter>& m) {
   m["MaxPool"] = [](Importer& im) { pool(im, false); };
   m["AveragePool"] = [](Importer& im) { pool(im, true); };
   m["GlobalAveragePool"] = global_avg_pool;
-  m["Softmax"] = softmax;
   m["LayerNormalization"] = layer_norm;
 }
 

@@ -17,7 +17,7 @@ void output_shaped(Importer& im, Value v, const std::vector<int64_t>& shape) {
 }
 
 void reshape(Importer& im) {
-  const bool allowzero = im.attr_int("allowzero", 0) != 0;
+  const bool allowzero = im.opset() >= 14 && im.attr_int("allowzero", 0) != 0;
   std::vector<int64_t> in = im.input_shape(0);
   std::vector<int64_t> want = im.const_ints(1, "shape");
   std::vector<int64_t> out;
@@ -64,15 +64,22 @@ void flatten(Importer& im) {
   output_shaped(im, im.input(0), {rows, cols});
 }
 
-std::vector<int64_t> axes_input_or_attr(Importer& im, int input) {
-  if (im.has_attr("axes")) return im.attr_ints("axes");  // before opset 13 (18 for reductions)
+/// The axes of Squeeze, Unsqueeze and the reductions: an attribute before opset
+/// `input_since`, input `input` from it on ({} when absent).
+std::vector<int64_t> axes_input_or_attr(Importer& im, int input, int input_since) {
+  if (im.opset() < input_since) {
+    if (im.has_input(input))
+      im.invalid(fmt::format("input {} (axes) is from opset {}; the model imports opset {}, whose axes are an attribute",
+                             input, input_since, im.opset()));
+    return im.attr_ints("axes", std::vector<int64_t>{});
+  }
   if (im.has_input(input)) return im.const_ints(input, "axes");
   return {};
 }
 
 void squeeze(Importer& im) {
   std::vector<int64_t> in = im.input_shape(0);
-  std::vector<int64_t> axes = axes_input_or_attr(im, 1);
+  std::vector<int64_t> axes = axes_input_or_attr(im, 1, 13);
   std::vector<bool> drop(in.size(), false);
   if (axes.empty())
     for (size_t d = 0; d < in.size(); ++d) drop[d] = in[d] == 1;
@@ -89,7 +96,7 @@ void squeeze(Importer& im) {
 
 void unsqueeze(Importer& im) {
   std::vector<int64_t> in = im.input_shape(0);
-  std::vector<int64_t> axes = axes_input_or_attr(im, 1);
+  std::vector<int64_t> axes = axes_input_or_attr(im, 1, 13);
   if (axes.empty()) im.invalid("no axes given");
   const size_t n = in.size() + axes.size();
   std::vector<bool> ins(n, false);
@@ -191,7 +198,11 @@ void gather(Importer& im) {
 void shape(Importer& im) {
   std::vector<int64_t> in = im.input_shape(0);
   const int64_t r = int64_t(in.size());
-  int64_t start = im.attr_int("start", 0), end = im.attr_int("end", r);
+  int64_t start = 0, end = r;
+  if (im.opset() >= 15) {
+    start = im.attr_int("start", 0);
+    end = im.attr_int("end", r);
+  }
   auto clampi = [r](int64_t v) { return std::clamp(v < 0 ? v + r : v, int64_t(0), r); };
   start = clampi(start);
   end = clampi(end);
@@ -205,33 +216,38 @@ void constant(Importer& im) {
   runtime::NDArray a;
   int set = 0;
   auto one = [&](std::vector<int64_t> shape, DataType t) { ++set; return runtime::NDArray::empty(std::move(shape), t); };
+  // value_* from opset 12, sparse_value from 11; before, an unread attribute is an error.
+  const bool since12 = im.opset() >= 12;
   for (const char* s : {"value_string", "value_strings"})
-    if (im.has_attr(s)) im.unsupported(fmt::format("attribute '{}' (loom has no string tensors)", s));
-  if (im.has_attr("sparse_value")) im.unsupported("attribute 'sparse_value' (sparse tensors)");
+    if (since12 && im.has_attr(s)) im.unsupported(fmt::format("attribute '{}' (loom has no string tensors)", s));
+  if (im.opset() >= 11 && im.has_attr("sparse_value")) im.unsupported("attribute 'sparse_value' (sparse tensors)");
   if (im.has_attr("value")) {
     ++set;
     a = tensor_to_array(im.attr_tensor("value"), "", im.where() + ": attribute 'value'");
   }
-  if (im.has_attr("value_float")) {
+  if (since12 && im.has_attr("value_float")) {
     a = one({}, DataType::Float(32));
     a.data<float>()[0] = float(im.attr_float("value_float"));
   }
-  if (im.has_attr("value_int")) {
+  if (since12 && im.has_attr("value_int")) {
     a = one({}, DataType::Int(64));
     a.data<int64_t>()[0] = im.attr_int("value_int");
   }
-  if (im.has_attr("value_floats")) {
+  if (since12 && im.has_attr("value_floats")) {
     std::vector<double> v = im.attr_floats("value_floats");
     if (v.empty()) im.unsupported("an empty value_floats (loom has no empty tensors)");
     a = one({int64_t(v.size())}, DataType::Float(32));
     for (size_t k = 0; k < v.size(); ++k) a.data<float>()[k] = float(v[k]);
   }
-  if (im.has_attr("value_ints")) {
+  if (since12 && im.has_attr("value_ints")) {
     std::vector<int64_t> v = im.attr_ints("value_ints");
     if (v.empty()) im.unsupported("an empty value_ints (loom has no empty tensors)");
     a = one({int64_t(v.size())}, DataType::Int(64));
     std::memcpy(a.raw_data(), v.data(), v.size() * sizeof(int64_t));
   }
+  if (set == 0 && !since12)
+    for (const char* s : {"value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings"})
+      if (im.has_attr(s)) im.invalid(fmt::format("attribute '{}' is from opset 12; the model imports opset {}", s, im.opset()));
   if (set != 1) im.invalid(fmt::format("needs exactly one value attribute, has {}", set));
   if (a.numel() == 0) return im.set_empty_output(0, a);
   const bool scalar = a.ndim() == 0;
@@ -241,8 +257,8 @@ void constant(Importer& im) {
 void reduce_mean(Importer& im) {
   std::vector<int64_t> in = im.input_shape(0);
   const bool keepdims = im.attr_int("keepdims", 1) != 0;
-  const bool noop_empty = im.attr_int("noop_with_empty_axes", 0) != 0;
-  std::vector<int64_t> axes = axes_input_or_attr(im, 1);
+  const bool noop_empty = im.opset() >= 18 && im.attr_int("noop_with_empty_axes", 0) != 0;
+  std::vector<int64_t> axes = axes_input_or_attr(im, 1, 18);
   if (axes.empty() && noop_empty) return im.set_output(0, im.input(0), im.input_scalar(0));
   if (!im.type(im.input(0)).dtype.is_float())
     im.unsupported("input type " + im.type(im.input(0)).dtype.str() + " (loom's reduce_mean takes floating point)");

@@ -45,6 +45,15 @@ int64_t normalize_axis(const Importer& im, int64_t axis, size_t rank, const std:
   return axis < 0 ? axis + r : axis;
 }
 
+int first_opset(const std::string& op_type) {
+  // The operators loom imports that are younger than kOldestOnnxOpset.
+  static const std::map<std::string, int> since{
+      {"ConstantOfShape", 9}, {"Erf", 9}, {"Sign", 9}, {"ThresholdedRelu", 10}, {"Round", 11}, {"Celu", 12},
+      {"HardSwish", 14}, {"CastLike", 15}, {"LayerNormalization", 17}, {"Mish", 18}, {"Gelu", 20}};
+  auto it = since.find(op_type);
+  return it == since.end() ? kOldestOnnxOpset : it->second;
+}
+
 const std::map<std::string, Converter>& converters() {
   static const std::map<std::string, Converter> table = [] {
     std::map<std::string, Converter> m;
@@ -53,6 +62,8 @@ const std::map<std::string, Converter>& converters() {
     add_transform_converters(m);
     add_quant_converters(m);
     add_recurrent_converters(m);
+    add_softmax_converters(m);
+    add_tensor_converters(m);
     return m;
   }();
   return table;
@@ -80,6 +91,13 @@ Value Importer::input(int i) const {
   auto it = values_.find(node_->input(i));
   LOOM_ICHECK(it != values_.end());  // node_order() checked every reference
   return it->second.value;
+}
+
+DataType Importer::input_dtype(int i) const {
+  if (input_empty(i)) return empty_.at(node_->input(i)).dtype();
+  if (has_input(i))
+    if (auto it = empty_inputs_.find(node_->input(i)); it != empty_inputs_.end()) return it->second;
+  return type(input(i)).dtype;
 }
 
 bool Importer::input_scalar(int i) const {
@@ -296,7 +314,32 @@ Value Importer::broadcast_to(Value v, const std::vector<int64_t>& shape) {
 
 // ---------------------------------------------------------------- the walk
 
+void Importer::resolve_input_shapes() {
+  std::set<std::string> initializers, inputs, dims;
+  for (const auto& t : graph_.initializer()) initializers.insert(t.name());
+  for (const auto& in : graph_.input()) {
+    if (initializers.count(in.name())) continue;
+    inputs.insert(in.name());
+    if (in.type().has_tensor_type() && in.type().tensor_type().has_shape())
+      for (const auto& d : in.type().tensor_type().shape().dim())
+        if (!d.has_dim_value() && !d.dim_param().empty()) dims.insert(d.dim_param());
+  }
+  for (const auto& [name, extents] : opt_.input_shapes) {
+    if (inputs.count(name)) continue;
+    if (!dims.count(name))
+      fail("onnx: {}: an input shape is given for '{}', which is neither a graph input nor a symbolic dim (graph "
+           "inputs: {}; symbolic dims: {})",
+           source_, name, inputs.empty() ? "none" : fmt::format("{}", fmt::join(inputs, ", ")),
+           dims.empty() ? "none" : fmt::format("{}", fmt::join(dims, ", ")));
+    if (extents.size() != 1 || extents[0] < 0)
+      fail("onnx: {}: symbolic dim '{}' takes one extent (e.g. {}=1), got [{}]", source_, name, name,
+           fmt::join(extents, ","));
+    dim_values_[name] = extents[0];
+  }
+}
+
 void Importer::add_graph_inputs() {
+  resolve_input_shapes();
   std::set<std::string> initializers;
   for (const auto& t : graph_.initializer()) initializers.insert(t.name());
   if (graph_.sparse_initializer_size() > 0)
@@ -328,17 +371,22 @@ void Importer::add_graph_inputs() {
         throw OnnxUnsupported(what + ": has no shape; give one (OnnxImportOptions::input_shapes, --input-shape)");
       for (int d = 0; d < tt.shape().dim_size(); ++d) {
         const auto& dim = tt.shape().dim(d);
-        if (!dim.has_dim_value())
+        if (dim.has_dim_value()) {
+          t.shape.push_back(dim.dim_value());
+        } else if (auto v = dim_values_.find(dim.dim_param()); v != dim_values_.end()) {
+          t.shape.push_back(v->second);
+        } else {
           throw OnnxUnsupported(fmt::format("{}: dim {} is dynamic ('{}'); give a static shape "
-                                            "(OnnxImportOptions::input_shapes, --input-shape)",
-                                            what, d, dim.dim_param()));
-        t.shape.push_back(dim.dim_value());
+                                            "(OnnxImportOptions::input_shapes, --input-shape {}=D0,D1,…{})",
+                                            what, d, dim.dim_param(), in.name(),
+                                            dim.dim_param().empty() ? "" : " or --input-shape " + dim.dim_param() + "=N"));
+        }
       }
     }
     if (runtime::checked_element_count(t.shape, what) == 0) {
       // No data to pass: left out of the signature; a node that reads it says so (an empty
       // axes input read with const_input asks for it to be bound).
-      empty_inputs_.insert(in.name());
+      empty_inputs_[in.name()] = t.dtype;
       continue;
     }
     const bool scalar = t.shape.empty();
@@ -419,6 +467,8 @@ void Importer::convert(int index) {
   const std::string& domain = node_->domain();
   if (!domain.empty() && domain != "ai.onnx") unsupported(fmt::format("operators of domain '{}' are not supported", domain));
   auto it = converters().find(node_->op_type());
+  if (auto since = first_opset(node_->op_type()); since > opset_)
+    invalid(fmt::format("operator {} exists from opset {}; the model imports opset {}", node_->op_type(), since, opset_));
   if (it == converters().end())
     unsupported(fmt::format("operator {} is not supported (loom imports {})", node_->op_type(),
                             fmt::join(onnx_supported_ops(), ", ")));
@@ -426,7 +476,7 @@ void Importer::convert(int index) {
   for (const auto& a : node_->attribute())
     if (!attrs_read_.count(a.name())) unsupported(fmt::format("attribute '{}' is not supported", a.name()));
   for (int k = 0; k < node_->output_size(); ++k)
-    if (output_used(k) && !values_.count(node_->output(k)))
+    if (output_used(k) && !values_.count(node_->output(k)) && !empty_.count(node_->output(k)))
       unsupported(fmt::format("output {} '{}' is not supported", k, node_->output(k)));
   node_ = nullptr;
 }
@@ -447,13 +497,21 @@ void Importer::set_graph_outputs() {
       if (tt.has_shape()) {
         std::vector<int64_t> have = it->second.scalar ? std::vector<int64_t>{} : t.shape;
         bool ok = tt.shape().dim_size() == int(have.size());
-        for (int d = 0; ok && d < tt.shape().dim_size(); ++d)
-          if (tt.shape().dim(d).has_dim_value() && tt.shape().dim(d).dim_value() != have[size_t(d)]) ok = false;
-        if (!ok) {
+        for (int d = 0; ok && d < tt.shape().dim_size(); ++d) {
+          // A symbolic dim given an extent (input_shapes) is compared as that extent.
+          const auto& dim = tt.shape().dim(d);
+          auto given = dim_values_.find(dim.dim_param());
+          if (dim.has_dim_value()) ok = dim.dim_value() == have[size_t(d)];
+          else if (given != dim_values_.end()) ok = given->second == have[size_t(d)];
+        }
+        if (!ok && opt_.warn) {
+          // Exporters declare output shapes they did not infer (PyTorch's symbolic dims): the
+          // graph's own shapes stand.
           std::vector<std::string> dims;
           for (const auto& d : tt.shape().dim())
             dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param().empty() ? "?" : d.dim_param());
-          fail("{} is declared with shape [{}] but the import infers {}", what, fmt::join(dims, ","), shape_str(have));
+          *opt_.warn << fmt::format("warning: {} is declared with shape [{}] but the graph computes {}; using {}\n", what,
+                                    fmt::join(dims, ","), shape_str(have), shape_str(have));
         }
       }
     }
@@ -472,10 +530,10 @@ Graph Importer::run() {
     opset_ = int(o.version());
   }
   if (opset_ == 0) throw OnnxUnsupported(fmt::format("onnx: {}: the model imports no default-domain opset", source_));
-  if (opset_ < 13)
-    throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is older than 13, the oldest loom imports "
+  if (opset_ < kOldestOnnxOpset)
+    throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is older than {}, the oldest loom imports "
                                       "(convert it with onnx.version_converter)",
-                                      source_, opset_));
+                                      source_, opset_, kOldestOnnxOpset));
   if (opset_ > kNewestOnnxOpset)
     throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is newer than {}, the newest loom imports (operators may "
                                       "have changed meaning since)",

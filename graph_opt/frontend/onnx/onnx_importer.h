@@ -57,7 +57,8 @@ class Importer {
   bool input_scalar(int i) const;
   /// The ONNX shape of input `i` ({} for rank 0).
   std::vector<int64_t> input_shape(int i) const;
-  DataType input_dtype(int i) const { return type(input(i)).dtype; }
+  /// The element type of input `i`, also of one without elements.
+  DataType input_dtype(int i) const;
   /// The constant array of input `i`; OnnxUnsupported naming `what` if it is computed at run time.
   runtime::NDArray const_input(int i, const std::string& what) const;
   /// A constant integer input as int64 values.
@@ -121,6 +122,7 @@ class Importer {
   struct Pending;
   const onnx::AttributeProto* find_attr(const std::string& name) const;
   const onnx::AttributeProto& attr_of(const std::string& name, onnx::AttributeProto_AttributeType type);
+  void resolve_input_shapes();
   void add_graph_inputs();
   std::vector<int> node_order() const;
   void convert(int index);
@@ -135,7 +137,8 @@ class Importer {
   std::map<std::string, OnnxValue> values_;       // by ONNX value name
   std::map<int, runtime::NDArray> constants_;     // by node index of the graph being built
   std::map<std::string, runtime::NDArray> empty_;  // bound inputs without elements, by name
-  std::set<std::string> empty_inputs_;              // unbound graph inputs without elements
+  std::map<std::string, DataType> empty_inputs_;    // unbound graph inputs without elements -> their dtype
+  std::map<std::string, int64_t> dim_values_;       // symbolic dims given an extent, by dim_param
   std::map<int, Value> reshaped_from_;               // reshape node index -> its input
   const onnx::NodeProto* node_ = nullptr;
   int node_index_ = -1;
@@ -153,6 +156,9 @@ inline constexpr int64_t kMaxBroadcastBytes = int64_t(256) << 20;
 using Converter = std::function<void(Importer&)>;
 /// Converters by ONNX op type.
 const std::map<std::string, Converter>& converters();
+/// The first default-domain opset that has operator `op_type` (kOldestOnnxOpset for the
+/// older ones).
+int first_opset(const std::string& op_type);
 
 // The families of converters (convert_*.cc) register themselves into `out`.
 void add_nn_converters(std::map<std::string, Converter>& out);
@@ -165,6 +171,8 @@ void add_quant_converters(std::map<std::string, Converter>& out);
 /// has ONNX's shape ([1] where ONNX's is rank 0). For MatMul and the integer matmuls.
 Value matmul_nd(Importer& im, Value a, Value b, std::vector<int64_t> sa, std::vector<int64_t> sb);
 void add_recurrent_converters(std::map<std::string, Converter>& out);
+void add_softmax_converters(std::map<std::string, Converter>& out);
+void add_tensor_converters(std::map<std::string, Converter>& out);
 
 /// The bytes of the model or tensor file at `path`: a regular file under protobuf's 2 GiB
 /// limit, else loom::Error saying what it is.

@@ -2,13 +2,15 @@
 // that includes ONNX's protobuf headers) is built when CMake finds Debian's libonnx-dev and
 // libprotobuf-dev; without them these functions throw loom::Error saying so.
 //
-// An ONNX model (opsets 13 to kNewestOnnxOpset) becomes a Graph: graph inputs become inputs
+// An ONNX model (opsets kOldestOnnxOpset to kNewestOnnxOpset, each operator as its version
+// in the model's opset defines it) becomes a Graph: graph inputs become inputs
 // (with static shapes), initializers and Constant nodes become constants, each node one or more registry
 // operators with normalized attributes, and every node whose inputs are all constants (Shape,
 // the arithmetic on shapes that follows it, weight transposes, …) is evaluated at import.
 // Tensors of rank 0 are held as shape [1] (loom has no rank-0 tensors).
 #pragma once
 #include <cstdint>
+#include <iostream>
 #include <map>
 #include <string>
 #include <string_view>
@@ -33,18 +35,28 @@ class OnnxUnsupported : public Error {
   std::string constant_input;
 };
 
+/// The oldest default-domain (ai.onnx) opset the importer reads (older models: convert them
+/// with onnx.version_converter). The converters follow each operator's version in between.
+inline constexpr int kOldestOnnxOpset = 7;
+
 /// The newest default-domain (ai.onnx) opset the importer reads; a model importing a newer
 /// one is refused with OnnxUnsupported. ONNX 1.23's, whose node tests the converters pass
 /// (tests/onnx).
 inline constexpr int kNewestOnnxOpset = 28;
 
 struct OnnxImportOptions {
-  /// Static shapes of graph inputs whose ONNX type has symbolic or unknown dims, by input name.
+  /// Static shapes for graph inputs whose ONNX type has symbolic or unknown dims. A key that
+  /// names a graph input gives its whole shape; any other key must be a symbolic dim (an
+  /// input's dim_param, e.g. "batch") and gives that dim's one extent wherever it appears
+  /// ({"batch", {1}}). A key that is neither is an error listing the inputs and symbolic dims.
   std::map<std::string, std::vector<int64_t>> input_shapes;
   /// Graph inputs bound to values: they become constants (as TVM's freeze_params does), so
   /// that inputs loom needs at import (shapes, axes, pads, clip bounds) may be given this way.
   /// An empty array stands for an empty tensor (e.g. axes [] of a reduction).
   std::map<std::string, runtime::NDArray> bind_inputs;
+  /// Where warnings go (a declared graph-output shape that disagrees with the one the graph
+  /// computes; each once per import); null: nowhere.
+  std::ostream* warn = &std::cerr;
 };
 
 /// Reads the ONNX model at `path` (external tensor data resolved next to it).

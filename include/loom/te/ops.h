@@ -22,6 +22,7 @@
 
 #include "loom/te/tensor.h"
 #include "loom/te/ops/quantize.h"
+#include "loom/te/ops/softmax_family.h"
 
 namespace loom::te::ops {
 
