@@ -20,6 +20,9 @@ std::vector<OpDef> elementwise_ops();
 std::vector<OpDef> reduce_ops();
 /// reshape, flatten, squeeze, unsqueeze, transpose, concat, pad, take, layout_transform.
 std::vector<OpDef> transform_ops();
+/// strided_slice, tile, broadcast_to, gather_elements, gather_nd, scatter_elements, scatter_nd,
+/// one_hot, trilu, cumsum, cumprod, reverse_sequence.
+std::vector<OpDef> shape_ops();
 
 /// An attribute spec with a default (`required` makes one without).
 inline AttrSpec attr(std::string name, AttrKind kind, std::optional<AttrValue> def, std::string doc) {
