@@ -158,7 +158,6 @@ void pad_output(Importer& im, const std::vector<int64_t>& in, const std::vector<
     if (in[d] + b + e <= 0)
       im.unsupported(fmt::format("pads {} leave axis {} (extent {}) empty; loom has no empty tensors",
                                  shape_str(pads), d, in[d]));
-    if (mode != "constant" && (b > 0 || e > 0) && in[d] == 0) im.invalid(fmt::format("cannot {}-pad an empty axis", mode));
   }
   if (!any) return im.set_output(0, im.input(0));
   im.set_output(0, im.op("pad", {im.input(0)}, {{"pads", full}, {"pad_value", value}, {"mode", mode}}));
@@ -193,8 +192,8 @@ void center_crop_pad(Importer& im) {
   for (size_t k = 0; k < axes.size(); ++k) {
     const int64_t n = in[size_t(axes[k])], t = shape[k];
     if (t <= 0) im.unsupported(fmt::format("target extent {} (loom has no empty tensors)", t));
-    // The centre: a crop or pad of d takes d/2 (rounded down) before, the rest after.
-    const int64_t d = t - n, before = (d >= 0 ? d : -d) / 2 * (d >= 0 ? 1 : -1);
+    // Centred as ONNX: half of a pad (d > 0) or crop (d < 0), rounded toward zero, before.
+    const int64_t d = t - n, before = d / 2;
     pads[k] = before;
     pads[k + axes.size()] = d - before;
   }
