@@ -345,5 +345,49 @@ TEST(ShapeImport, ExpandTileAndTrilu) {
   EXPECT_EQ(values(run(u)[0]), (std::vector<double>{0, 1, 0, 3, 4, 5}));
 }
 
+TEST(ShapeImport, ConverterErrorsNameTheNodeAndTheProblem) {
+  REQUIRE_FRONTEND();
+  Model c{.op = "CumSum", .dims = {3, 4}, .opset = 14};
+  c.inputs = {"x", "axis"};
+  c.inits = {Pb().i(2, kInt64).s(8, "axis").s(9, bytes_of(std::vector<int64_t>{2}))};
+  EXPECT_HAS(import_error(c), "node #0 'n' (CumSum): axis 2 is out of range for rank 2");
+
+  Model o{.op = "OneHot", .dims = {3}, .opset = 13};
+  o.inputs = {"idx", "depth", "values"};
+  o.extra_inputs = {value("idx", {3}, kInt64), value("values", {3})};
+  o.inits = {Pb().i(2, kInt64).s(8, "depth").s(9, bytes_of(std::vector<int64_t>{4}))};
+  EXPECT_HAS(import_error(o), "values is [3]; it must hold 2 elements [off, on]");
+
+  Model e{.op = "EyeLike", .dims = {2, 3, 4}, .opset = 9};
+  if (imports_opset(9)) EXPECT_HAS(import_error(e), "the input is [2,3,4]; it must be 2-D");
+
+  Model r{.op = "ReverseSequence", .dims = {4, 3}, .opset = 10};
+  r.inputs = {"x", "lens"};
+  r.inits = {ints_tensor("lens", {1, 2})};
+  r.attrs = {attr_int("batch_axis", 0), attr_int("time_axis", 1)};
+  if (imports_opset(10)) EXPECT_HAS(import_error(r), "sequence_lens is [2]; it must be 1-D of the batch extent 4");
+
+  Model g{.op = "GatherND", .dims = {3, 4}, .opset = 13};
+  g.inputs = {"x", "idx"};
+  g.inits = {ints_tensor("idx", {0, 1, 2}, {1, 3})};
+  EXPECT_HAS(import_error(g), "indices [1,3] address 3 dims but data [3,4] has 2 after 0 batch dims");
+  g.inits = {ints_tensor("idx", {0, 4}, {1, 2})};
+  EXPECT_HAS(import_error(g), "index 4 (element 1 of input 1) is out of range for extent 4");
+
+  Model d{.op = "DepthToSpace", .dims = {1, 8, 2}, .opset = 13};
+  d.attrs = {attr_int("blocksize", 2)};
+  EXPECT_HAS(import_error(d), "the input is [1,8,2]; it must be 4-D [N, C, H, W]");
+
+  Model cc{.op = "CenterCropPad", .dims = {5, 6}, .opset = 18};
+  cc.inputs = {"x", "shape"};
+  cc.inits = {ints_tensor("shape", {3})};
+  EXPECT_HAS(import_error(cc), "shape [3] has 1 values for 2 axes");
+  cc.attrs = {attr_ints("axes", {-1})};
+  auto out = run(cc);  // columns 1..3 of 0..5 (the odd one cropped after)
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(values(out[0])[0], 1);
+  EXPECT_EQ(values(out[0])[2], 3);
+}
+
 }  // namespace
 }  // namespace loom::graph_opt
