@@ -24,6 +24,9 @@ std::vector<OpDef> transform_ops();
 std::vector<OpDef> quantize_ops();
 /// log_softmax, hardmax.
 std::vector<OpDef> softmax_family_ops();
+/// strided_slice, tile, broadcast_to, gather_elements, gather_nd, scatter_elements, scatter_nd,
+/// one_hot, trilu, cumsum, cumprod, reverse_sequence.
+std::vector<OpDef> shape_ops();
 
 /// An attribute spec with a default (`required` makes one without).
 inline AttrSpec attr(std::string name, AttrKind kind, std::optional<AttrValue> def, std::string doc) {

@@ -86,15 +86,20 @@ OpDef concat_op() {
 }
 
 OpDef pad_op() {
-  OpDef d = injective("pad", "constant padding; pads = begins of every dim, then ends (ONNX's order)", {"data"});
+  OpDef d = injective("pad", "padding (constant, edge, reflect, wrap); pads = begins of every dim, then ends "
+                      "(ONNX's order); a negative pad crops", {"data"});
   d.attrs = {attr("pads", AttrKind::kInts, std::nullopt, "[b0, b1, …, e0, e1, …], 2 per dim"),
-             attr("pad_value", AttrKind::kFloat, 0.0, "the fill value")};
+             attr("pad_value", AttrKind::kFloat, 0.0, "the fill value (mode constant)"),
+             attr("mode", AttrKind::kString, std::string("constant"),
+                  "\"constant\", \"edge\" (the border repeated), \"reflect\" (mirrored, border not repeated), "
+                  "\"wrap\" (periodic)")};
   d.compute = [](const std::vector<Tensor>& in, const Attrs& a) -> std::vector<Tensor> {
     std::vector<int64_t> p = attr_ints(a, "pads");
     LOOM_CHECK(p.size() == 2 * in[0].ndim(), "pad: data is {}-D, so pads needs {} values (begins, then ends), got {}",
                in[0].ndim(), 2 * in[0].ndim(), p.size());
     std::vector<int64_t> before(p.begin(), p.begin() + long(in[0].ndim())), after(p.begin() + long(in[0].ndim()), p.end());
-    return {pad(in[0], before, after, const_of(in[0].dtype(), attr_float(a, "pad_value")), "pad")};
+    return {pad_mode(in[0], before, after, parse_pad_mode(attr_str(a, "mode")),
+                     const_of(in[0].dtype(), attr_float(a, "pad_value")), "pad")};
   };
   return d;
 }

@@ -46,7 +46,7 @@ Registry& ready_registry() {
   std::call_once(once, [&] {
     std::lock_guard<std::mutex> lock(r.mu);
     for (auto* family : {detail::nn_ops, detail::elementwise_ops, detail::reduce_ops, detail::transform_ops,
-                          detail::quantize_ops, detail::softmax_family_ops})
+                          detail::quantize_ops, detail::softmax_family_ops, detail::shape_ops})
       for (OpDef& d : family()) add(r, std::move(d));
   });
   return r;

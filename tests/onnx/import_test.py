@@ -157,10 +157,10 @@ class ImportTest(unittest.TestCase):
         node = helper.make_node("Relu", ["x"], ["y"], name="r", alpha=0.5)
         m = model([node], [vi("x", [2])], [vi("y", [2])])
         self.assert_error(m, "node #0 'r' (Relu)", "attribute 'alpha' is not supported")
-        node = helper.make_node("Pad", ["x", "p"], ["y"], name="pad_reflect", mode="reflect")
+        node = helper.make_node("Pad", ["x", "p"], ["y"], name="pad_mirror", mode="mirror")
         p = numpy_helper.from_array(np.array([1, 1], np.int64), "p")
         m = model([node], [vi("x", [4])], [vi("y", [6])], [p])
-        self.assert_error(m, "node #0 'pad_reflect' (Pad)", "mode 'reflect'")
+        self.assert_error(m, "node #0 'pad_mirror' (Pad)", "mode 'mirror' is not one of constant, edge, reflect")
 
     def test_unsupported_dtype_and_opset(self):
         m = model([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [2], TensorProto.BFLOAT16)],

@@ -1,5 +1,5 @@
 // Converters of ONNX's shape and data-movement operators (Reshape, Flatten, Squeeze,
-// Unsqueeze, Transpose, Concat, Pad, Gather), of those folded at import (Shape, Constant) and
+// Unsqueeze, Transpose, Concat, Gather), of those folded at import (Shape, Constant) and
 // of ReduceMean.
 #include <fmt/ranges.h>
 
@@ -146,35 +146,6 @@ void concat(Importer& im) {
   im.set_output(0, im.op("concat", inputs, {{"axis", axis}}));
 }
 
-void pad(Importer& im) {
-  const std::string mode = im.attr_str("mode", "constant");
-  if (mode != "constant") im.unsupported(fmt::format("mode '{}' (loom pads with a constant only)", mode));
-  std::vector<int64_t> in = im.input_shape(0);
-  std::vector<int64_t> pads = im.const_ints(1, "pads");
-  double value = 0.0;
-  if (im.has_input(2)) value = im.const_scalar(2, "constant_value");
-  std::vector<int64_t> axes;
-  if (im.has_input(3)) {
-    for (int64_t a : im.const_ints(3, "axes")) axes.push_back(normalize_axis(im, a, in.size(), "axis"));
-  } else {
-    for (size_t d = 0; d < in.size(); ++d) axes.push_back(int64_t(d));
-  }
-  if (pads.size() != 2 * axes.size())
-    im.invalid(fmt::format("pads has {} values; {} axes need {}", pads.size(), axes.size(), 2 * axes.size()));
-  std::vector<int64_t> full(2 * in.size(), 0);
-  bool any = false;
-  for (size_t k = 0; k < axes.size(); ++k) {
-    int64_t b = pads[k], e = pads[k + axes.size()];
-    if (b < 0 || e < 0) im.unsupported(fmt::format("negative pads {} (cropping)", shape_str(pads)));
-    full[size_t(axes[k])] = b;
-    full[size_t(axes[k]) + in.size()] = e;
-    any = any || b || e;
-  }
-  if (in.empty()) im.invalid("cannot pad a scalar");
-  if (!any) return im.set_output(0, im.input(0));
-  im.set_output(0, im.op("pad", {im.input(0)}, {{"pads", full}, {"pad_value", value}}));
-}
-
 void gather(Importer& im) {
   std::vector<int64_t> data = im.input_shape(0), idx = im.input_shape(1);
   if (data.empty()) im.invalid("data is a scalar");
@@ -284,7 +255,6 @@ void add_transform_converters(std::map<std::string, Converter>& m) {
   m["Unsqueeze"] = unsqueeze;
   m["Transpose"] = transpose;
   m["Concat"] = concat;
-  m["Pad"] = pad;
   m["Gather"] = gather;
   m["Shape"] = shape;
   m["Constant"] = constant;

@@ -60,6 +60,7 @@ const std::map<std::string, Converter>& converters() {
     add_nn_converters(m);
     add_elementwise_converters(m);
     add_transform_converters(m);
+    add_shape_converters(m);
     add_quant_converters(m);
     add_recurrent_converters(m);
     add_softmax_converters(m);

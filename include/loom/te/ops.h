@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "loom/te/ops/shape.h"
 #include "loom/te/tensor.h"
 #include "loom/te/ops/quantize.h"
 #include "loom/te/ops/softmax_family.h"
