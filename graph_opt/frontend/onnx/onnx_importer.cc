@@ -51,6 +51,8 @@ const std::map<std::string, Converter>& converters() {
     add_nn_converters(m);
     add_elementwise_converters(m);
     add_transform_converters(m);
+    add_reduce_converters(m);
+    add_logic_converters(m);
     return m;
   }();
   return table;
