@@ -89,8 +89,9 @@ Tensor bitwise(const Tensor& a, const Tensor& b, const char* op, const char* int
   check_integer(a, op, "a");
   detail::check_same_dtype(a, b, op, "a", "b");
   DataType t = a.dtype();
-  return broadcast_compute({&a, &b}, {"a", "b"}, op, name,
-                           [t, intrinsic](const std::vector<Expr>& v) { return te::call(t, intrinsic, {v[0], v[1]}); });
+  return broadcast_compute({&a, &b}, {"a", "b"}, op, name, [t, intrinsic](const std::vector<Expr>& v) {
+    return te::call(t, intrinsic, {v[0], v[1]});
+  });
 }
 
 /// a << b or a >> b (arithmetic for signed a); a shift by a negative amount or by the bit width or more gives 0

@@ -15,7 +15,9 @@ OpDef unary(std::string name, std::string doc, Unary f) {
   d.inputs = {"data"};
   d.min_inputs = 1;
   d.pattern = OpPattern::kElemwise;
-  d.compute = [f, name](const std::vector<Tensor>& in, const Attrs&) -> std::vector<Tensor> { return {f(in[0], name)}; };
+  d.compute = [f, name](const std::vector<Tensor>& in, const Attrs&) -> std::vector<Tensor> {
+    return {f(in[0], name)};
+  };
   return d;
 }
 
@@ -47,8 +49,8 @@ OpDef where_op() {
 
 OpDef mod_op() {
   OpDef d = binary("mod", "remainder of lhs / rhs", nullptr);
-  d.attrs = {attr("fmod", AttrKind::kInt, int64_t(0),
-                  "0: the sign of rhs (Python's %), 1: the sign of lhs (C's %, fmod)")};
+  d.attrs = {
+      attr("fmod", AttrKind::kInt, int64_t(0), "0: the sign of rhs (Python's %), 1: the sign of lhs (C's %, fmod)")};
   d.compute = [](const std::vector<Tensor>& in, const Attrs& a) -> std::vector<Tensor> {
     return {mod(in[0], in[1], attr_int(a, "fmod") != 0, "mod")};
   };
@@ -113,7 +115,8 @@ std::vector<OpDef> logic_ops() {
           binary("bitwise_xor", "lhs ^ rhs (integers)", bitwise_xor),
           unary("bitwise_not", "~x (integers)", bitwise_not),
           binary("left_shift", "lhs << rhs (integers; 0 for a shift outside [0, bits))", left_shift),
-          binary("right_shift", "lhs >> rhs (integers, arithmetic when signed; 0 or -1 for a shift outside [0, bits))", right_shift),
+          binary("right_shift", "lhs >> rhs (integers, arithmetic when signed; 0 or -1 for a shift outside [0, bits))",
+                 right_shift),
           where_op(),
           mod_op(),
           unary("isnan", "true where x is NaN", isnan_f),

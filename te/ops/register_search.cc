@@ -15,8 +15,8 @@ OpDef arg_op(std::string name, std::string doc, Tensor (*f)(const Tensor&, int, 
              attr("select_last_index", AttrKind::kInt, int64_t(0), "1: the last of equal extremes, 0: the first")};
   d.pattern = OpPattern::kCommReduce;
   d.compute = [f, name](const std::vector<Tensor>& in, const Attrs& a) -> std::vector<Tensor> {
-    return {f(in[0], int(attr_int(a, "axis")), attr_int(a, "keepdims") != 0, attr_int(a, "select_last_index") != 0,
-              name)};
+    return {
+        f(in[0], int(attr_int(a, "axis")), attr_int(a, "keepdims") != 0, attr_int(a, "select_last_index") != 0, name)};
   };
   return d;
 }
@@ -35,7 +35,8 @@ OpDef topk_op() {
   d.compute = [](const std::vector<Tensor>& in, const Attrs& a) -> std::vector<Tensor> {
     const std::string& out = attr_str(a, "output");
     LOOM_CHECK(out == "values" || out == "indices", "topk: output must be \"values\" or \"indices\", got \"{}\"", out);
-    std::vector<Tensor> r = topk(in[0], attr_int(a, "k"), int(attr_int(a, "axis")), attr_int(a, "largest") != 0, "topk");
+    std::vector<Tensor> r =
+        topk(in[0], attr_int(a, "k"), int(attr_int(a, "axis")), attr_int(a, "largest") != 0, "topk");
     return {out == "values" ? r[0] : r[1]};
   };
   return d;

@@ -74,10 +74,13 @@ std::vector<Case> cases() {
       {"swish", {{"alpha", 0.5}}, {{{3, 37}}}},
       {"reduce_prod", {{"axes", std::vector<int64_t>{1}}}, {{{3, 13, 5}, f32, 0.5, 1.5}}},
       {"argmax", {{"axis", int64_t(1)}}, {{{5, 37}, f32, -3, 3}}},
-      {"argmax", {{"axis", int64_t(0)}, {"select_last_index", int64_t(1)}, {"keepdims", int64_t(0)}}, {{{13, 6}, i32, -3, 3}}},
+      {"argmax",
+       {{"axis", int64_t(0)}, {"select_last_index", int64_t(1)}, {"keepdims", int64_t(0)}},
+       {{{13, 6}, i32, -3, 3}}},
       {"argmin", {{"axis", int64_t(-1)}}, {{{4, 3, 13}, i32, -3, 3}}},
       {"topk", {{"k", int64_t(5)}}, {{{4, 37}, i32, -6, 6}}},
-      {"topk", {{"k", int64_t(3)}, {"axis", int64_t(0)}, {"largest", int64_t(0)}, {"output", std::string("indices")}},
+      {"topk",
+       {{"k", int64_t(3)}, {"axis", int64_t(0)}, {"largest", int64_t(0)}, {"output", std::string("indices")}},
        {{{13, 4}, f32, -2, 2}}},
   };
   for (const char* op : {"tan", "atan", "sinh", "cosh", "asinh"}) c.push_back({op, {}, {{{3, 37}, f32, -1.3, 1.3}}});
@@ -123,8 +126,9 @@ TEST(LogicSearchCompile, EachOperatorMatchesTheReference) {
       int bad = 0;
       for (int64_t i = 0; i < want[0].numel(); ++i) {
         double w = want[0].get(i), v = got[0].get(i);
-        const bool same = want[0].dtype().is_float() ? (std::isnan(w) ? std::isnan(v) : std::abs(v - w) <= 1e-5 * (1 + std::abs(w)))
-                                                      : v == w;
+        const bool same = want[0].dtype().is_float()
+                              ? (std::isnan(w) ? std::isnan(v) : std::abs(v - w) <= 1e-5 * (1 + std::abs(w)))
+                              : v == w;
         if (!same && bad++ < 5) ADD_FAILURE() << "element " << i << ": compiled " << v << ", reference " << w;
       }
     }

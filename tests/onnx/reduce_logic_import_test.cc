@@ -135,7 +135,8 @@ const runtime::NDArray x234 = array({2, 3, 4}, DataType::Float(32), [] {
 std::vector<double> mean_dim1() {
   std::vector<double> v;
   for (int a = 0; a < 2; ++a)
-    for (int c = 0; c < 4; ++c) v.push_back((x234.get(a * 12 + c) + x234.get(a * 12 + 4 + c) + x234.get(a * 12 + 8 + c)) / 3);
+    for (int c = 0; c < 4; ++c)
+      v.push_back((x234.get(a * 12 + c) + x234.get(a * 12 + 4 + c) + x234.get(a * 12 + 8 + c)) / 3);
   return v;
 }
 

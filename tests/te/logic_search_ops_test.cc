@@ -54,7 +54,8 @@ Ref naive_broadcast(const std::vector<const Ref*>& in, const std::function<doubl
   for (const Ref* r : in) n = std::max(n, r->shape.size());
   Shape out(n, 1);
   for (const Ref* r : in)
-    for (size_t d = 0; d < r->shape.size(); ++d) out[n - r->shape.size() + d] = std::max(out[n - r->shape.size() + d], r->shape[d]);
+    for (size_t d = 0; d < r->shape.size(); ++d)
+      out[n - r->shape.size() + d] = std::max(out[n - r->shape.size() + d], r->shape[d]);
   Ref o(out);
   for (int64_t i = 0; i < numel(out); ++i) {
     Shape idx = o.unravel(i);
@@ -82,9 +83,12 @@ void expect_exact(const loom::runtime::NDArray& got, const Ref& want) {
 
 TEST(LogicOps, ComparisonsBroadcastAndGiveBool) {
   const std::vector<std::pair<const char*, std::function<bool(double, double)>>> cmps = {
-      {"equal", [](double a, double b) { return a == b; }},       {"not_equal", [](double a, double b) { return a != b; }},
-      {"less", [](double a, double b) { return a < b; }},         {"less_equal", [](double a, double b) { return a <= b; }},
-      {"greater", [](double a, double b) { return a > b; }},      {"greater_equal", [](double a, double b) { return a >= b; }}};
+      {"equal", [](double a, double b) { return a == b; }},
+      {"not_equal", [](double a, double b) { return a != b; }},
+      {"less", [](double a, double b) { return a < b; }},
+      {"less_equal", [](double a, double b) { return a <= b; }},
+      {"greater", [](double a, double b) { return a > b; }},
+      {"greater_equal", [](double a, double b) { return a >= b; }}};
   for (DataType t : {f32, i32, DataType::UInt(8)}) {
     for (const auto& [op, f] : cmps) {
       SCOPED_TRACE(std::string(op) + " " + t.str());
@@ -96,7 +100,8 @@ TEST(LogicOps, ComparisonsBroadcastAndGiveBool) {
       Ref ra = ints({3, 1, 13}, 0, 3, 1), rb = ints({7, 13}, 0, 3, 2);
       in.set(a, ra);
       in.set(b, rb);
-      expect_exact(in.eval(y), naive_broadcast({&ra, &rb}, [&](const std::vector<double>& v) { return double(f(v[0], v[1])); }));
+      expect_exact(in.eval(y),
+                   naive_broadcast({&ra, &rb}, [&](const std::vector<double>& v) { return double(f(v[0], v[1])); }));
     }
   }
   expect_error([] { reg("less", {ph({4}, "a", f32), ph({4}, "b", i32)}); }, {"less", "dtypes must match"});
@@ -116,12 +121,14 @@ TEST(LogicOps, LogicalBitwiseAndWhere) {
     Inputs in;
     in.set(p, rp);
     in.set(q, rq);
-    expect_exact(in.eval(reg(op, {p, q})), naive_broadcast({&rp, &rq}, [&](const std::vector<double>& v) { return f(v[0], v[1]); }));
+    expect_exact(in.eval(reg(op, {p, q})),
+                 naive_broadcast({&rp, &rq}, [&](const std::vector<double>& v) { return f(v[0], v[1]); }));
   }
   {
     Inputs in;
     in.set(p, rp);
-    expect_exact(in.eval(reg("logical_not", {p})), naive_broadcast({&rp}, [](const std::vector<double>& v) { return double(v[0] == 0); }));
+    expect_exact(in.eval(reg("logical_not", {p})),
+                 naive_broadcast({&rp}, [](const std::vector<double>& v) { return double(v[0] == 0); }));
   }
   expect_error([] { reg("logical_and", {ph({4}, "a", i32), ph({4}, "b", i32)}); }, {"logical_and", "must be bool"});
 
@@ -137,8 +144,9 @@ TEST(LogicOps, LogicalBitwiseAndWhere) {
       Inputs in;
       in.set(a, ra);
       in.set(b, rb);
-      expect_exact(in.eval(reg(op, {a, b})),
-                   naive_broadcast({&ra, &rb}, [&](const std::vector<double>& v) { return f(int64_t(v[0]), int64_t(v[1])); }));
+      expect_exact(in.eval(reg(op, {a, b})), naive_broadcast({&ra, &rb}, [&](const std::vector<double>& v) {
+                     return f(int64_t(v[0]), int64_t(v[1]));
+                   }));
     }
     Inputs in;
     in.set(a, ra);
@@ -185,7 +193,8 @@ TEST(LogicOps, ShiftsFollowOnnxOutOfRangeRule) {
         if (left) {
           uint64_t r = uint64_t(v) << s;
           if (bits < 64) r &= (uint64_t(1) << bits) - 1;
-          want.v[i] = t.is_int() && bits < 64 && (r >> (bits - 1)) ? double(int64_t(r) - (int64_t(1) << bits)) : double(int64_t(r));
+          want.v[i] = t.is_int() && bits < 64 && (r >> (bits - 1)) ? double(int64_t(r) - (int64_t(1) << bits))
+                                                                   : double(int64_t(r));
         } else {
           want.v[i] = double(v >> s);
         }
@@ -202,20 +211,23 @@ TEST(LogicOps, ModSignsAndInfinities) {
     Inputs in;
     in.set(a, ra);
     in.set(b, rb);
-    expect_exact(in.eval(reg("mod", {a, b}, {{"fmod", fmod}})), naive_broadcast({&ra, &rb}, [fmod](const std::vector<double>& v) {
+    expect_exact(in.eval(reg("mod", {a, b}, {{"fmod", fmod}})),
+                 naive_broadcast({&ra, &rb}, [fmod](const std::vector<double>& v) {
                    int64_t x = int64_t(v[0]), y = int64_t(v[1]), r = x % y;
                    if (!fmod && r != 0 && ((r < 0) != (y < 0))) r += y;
                    return double(r);
                  }));
   }
   Tensor fa = ph({10}, "a"), fb = ph({10}, "b");
-  Ref xa = vals({10}, {-4.5, 7.25, 0, -3, 3, -1, 1, kInf, 1, 5}), xb = vals({10}, {2, -3, 2, kInf, kInf, -kInf, -kInf, 2, 0, 5});
+  Ref xa = vals({10}, {-4.5, 7.25, 0, -3, 3, -1, 1, kInf, 1, 5}),
+      xb = vals({10}, {2, -3, 2, kInf, kInf, -kInf, -kInf, 2, 0, 5});
   for (int64_t fmod : {0, 1}) {
     SCOPED_TRACE(fmod);
     Inputs in;
     in.set(fa, xa);
     in.set(fb, xb);
-    expect_exact(in.eval(reg("mod", {fa, fb}, {{"fmod", fmod}})), naive_broadcast({&xa, &xb}, [fmod](const std::vector<double>& v) {
+    expect_exact(in.eval(reg("mod", {fa, fb}, {{"fmod", fmod}})),
+                 naive_broadcast({&xa, &xb}, [fmod](const std::vector<double>& v) {
                    double r = std::fmod(v[0], v[1]);
                    if (!fmod && r != 0 && ((r < 0) != (v[1] < 0))) r += v[1];
                    return r;
@@ -236,20 +248,26 @@ TEST(LogicOps, NanInfAndTrigonometry) {
   }
   Inputs in;
   in.set(x, rx);
-  expect_exact(in.eval(reg("isnan", {x})), naive_broadcast({&rx}, [](const std::vector<double>& v) { return double(std::isnan(v[0])); }));
+  expect_exact(in.eval(reg("isnan", {x})),
+               naive_broadcast({&rx}, [](const std::vector<double>& v) { return double(std::isnan(v[0])); }));
 
   const std::vector<std::tuple<const char*, double (*)(double), double, double>> trig = {
-      {"tan", [](double v) { return std::tan(v); }, -1.4, 1.4},     {"asin", [](double v) { return std::asin(v); }, -1, 1},
-      {"acos", [](double v) { return std::acos(v); }, -1, 1},       {"atan", [](double v) { return std::atan(v); }, -9, 9},
-      {"sinh", [](double v) { return std::sinh(v); }, -4, 4},       {"cosh", [](double v) { return std::cosh(v); }, -4, 4},
-      {"asinh", [](double v) { return std::asinh(v); }, -9, 9},     {"acosh", [](double v) { return std::acosh(v); }, 1, 9},
+      {"tan", [](double v) { return std::tan(v); }, -1.4, 1.4},
+      {"asin", [](double v) { return std::asin(v); }, -1, 1},
+      {"acos", [](double v) { return std::acos(v); }, -1, 1},
+      {"atan", [](double v) { return std::atan(v); }, -9, 9},
+      {"sinh", [](double v) { return std::sinh(v); }, -4, 4},
+      {"cosh", [](double v) { return std::cosh(v); }, -4, 4},
+      {"asinh", [](double v) { return std::asinh(v); }, -9, 9},
+      {"acosh", [](double v) { return std::acosh(v); }, 1, 9},
       {"atanh", [](double v) { return std::atanh(v); }, -0.99, 0.99}};
   for (const auto& [op, f, lo, hi] : trig) {
     SCOPED_TRACE(op);
     Tensor t = ph({7, 13}, "t");
     Inputs ins;
     Ref r = ins.add(t, lo, hi);
-    expect_close(ins.eval(reg(op, {t})), naive_broadcast({&r}, [f](const std::vector<double>& v) { return f(v[0]); }), 1e-5);
+    expect_close(ins.eval(reg(op, {t})), naive_broadcast({&r}, [f](const std::vector<double>& v) { return f(v[0]); }),
+                 1e-5);
   }
   expect_error([] { reg("tan", {ph({4}, "x", i32)}); }, {"tan", "floating point"});
 }
@@ -266,8 +284,9 @@ TEST(LogicOps, PreluShrinkSwish) {
                    return v[0] < -l ? v[0] + b : v[0] > l ? v[0] - b : 0.0;
                  }));
   }
-  expect_close(in.eval(reg("swish", {x}, {{"alpha", 0.75}})),
-               naive_broadcast({&rx}, [](const std::vector<double>& v) { return v[0] / (1 + std::exp(-0.75 * v[0])); }));
+  expect_close(in.eval(reg("swish", {x}, {{"alpha", 0.75}})), naive_broadcast({&rx}, [](const std::vector<double>& v) {
+                 return v[0] / (1 + std::exp(-0.75 * v[0]));
+               }));
   // Integers compare in float64 and truncate back.
   Tensor xi = ph({9}, "xi", i32);
   Ref ri = vals({9}, {-4, -3, -2, -1, 0, 1, 2, 3, 4});
@@ -283,7 +302,8 @@ TEST(SearchOps, ReduceProdOverAxes) {
   Tensor x = ph({3, 5, 7}, "x");
   Inputs in;
   Ref r = in.add(x, 0.5, 1.5);
-  for (auto [axes, keep] : {std::pair{std::vector<int64_t>{1}, 1}, {std::vector<int64_t>{0, -1}, 0}, {std::vector<int64_t>{}, 0}}) {
+  for (auto [axes, keep] :
+       {std::pair{std::vector<int64_t>{1}, 1}, {std::vector<int64_t>{0, -1}, 0}, {std::vector<int64_t>{}, 0}}) {
     Tensor y = reg("reduce_prod", {x}, {{"axes", axes}, {"keepdims", int64_t(keep)}});
     std::vector<bool> red(3, axes.empty());
     for (int64_t a : axes) red[size_t((a + 3) % 3)] = true;
@@ -339,7 +359,8 @@ TEST(SearchOps, ArgmaxArgminTiesKeepdims) {
           Tensor y = reg(op, {x}, {{"axis", int64_t(axis)}, {"select_last_index", last}});
           EXPECT_EQ(y.dtype(), i64);
           expect_exact(in.eval(y), want);
-          Tensor dropped = reg(op, {x}, {{"axis", int64_t(axis)}, {"keepdims", int64_t(0)}, {"select_last_index", last}});
+          Tensor dropped =
+              reg(op, {x}, {{"axis", int64_t(axis)}, {"keepdims", int64_t(0)}, {"select_last_index", last}});
           want.shape = {numel(want.shape)};
           expect_exact(in.eval(dropped), want);
         }
@@ -395,7 +416,11 @@ TEST(SearchOps, TopkOrderTiesAndBothOutputs) {
     }
   }
   expect_error([] { reg("topk", {ph({4, 5}, "x")}, {{"k", int64_t(6)}}); }, {"topk", "k = 6", "[1, 5]"});
-  expect_error([] { reg("topk", {ph({4, 5}, "x")}, {{"k", int64_t(2)}, {"output", std::string("both")}}); }, {"topk", "output"});
+  expect_error(
+      [] {
+        reg("topk", {ph({4, 5}, "x")}, {{"k", int64_t(2)}, {"output", std::string("both")}});
+      },
+      {"topk", "output"});
 }
 
 }  // namespace

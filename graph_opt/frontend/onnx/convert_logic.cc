@@ -29,7 +29,8 @@ void check_types(Importer& im, Types types) {
                   (types == Types::kInteger && t.is_integer()) || (types == Types::kFloat && t.is_float());
   if (ok) return;
   const char* want = types == Types::kBool ? "bool" : types == Types::kInteger ? "an integer type" : "floating point";
-  if (types == Types::kFloat && !t.is_bool()) im.unsupported(fmt::format("input type {} (loom takes {})", t.str(), want));
+  if (types == Types::kFloat && !t.is_bool())
+    im.unsupported(fmt::format("input type {} (loom takes {})", t.str(), want));
   im.invalid(fmt::format("input type {} (the operator takes {})", t.str(), want));
 }
 
@@ -66,9 +67,11 @@ Converter variadic(const char* loom_op, bool mean) {
 
 void bit_shift(Importer& im) {
   const std::string direction = im.attr_str("direction");
-  if (direction != "LEFT" && direction != "RIGHT") im.invalid("direction must be \"LEFT\" or \"RIGHT\", got \"" + direction + "\"");
+  if (direction != "LEFT" && direction != "RIGHT")
+    im.invalid("direction must be \"LEFT\" or \"RIGHT\", got \"" + direction + "\"");
   same_dtypes(im);
-  if (!im.input_dtype(0).is_integer()) im.invalid("input type " + im.input_dtype(0).str() + " (BitShift takes integers)");
+  if (!im.input_dtype(0).is_integer())
+    im.invalid("input type " + im.input_dtype(0).str() + " (BitShift takes integers)");
   const char* op = direction == "LEFT" ? "left_shift" : "right_shift";
   im.set_output(0, im.op(op, {im.input(0), im.input(1)}), all_scalar(im));
 }
@@ -92,8 +95,10 @@ void mod(Importer& im) {
 void isinf(Importer& im) {
   check_types(im, Types::kFloat);
   const int64_t pos = im.attr_int("detect_positive", 1), neg = im.attr_int("detect_negative", 1);
-  im.set_output(0, im.op("isinf", {im.input(0)}, {{"detect_positive", int64_t(pos != 0)}, {"detect_negative", int64_t(neg != 0)}}),
-                im.input_scalar(0));
+  im.set_output(
+      0,
+      im.op("isinf", {im.input(0)}, {{"detect_positive", int64_t(pos != 0)}, {"detect_negative", int64_t(neg != 0)}}),
+      im.input_scalar(0));
 }
 
 void prelu(Importer& im) {
@@ -107,7 +112,8 @@ void prelu(Importer& im) {
     int64_t d = s[s.size() - 1 - i];
     fits = d == 1 || d == x[x.size() - 1 - i];
   }
-  if (!fits) im.invalid(fmt::format("slope of shape {} does not broadcast to X's shape {}", shape_str(s), shape_str(x)));
+  if (!fits)
+    im.invalid(fmt::format("slope of shape {} does not broadcast to X's shape {}", shape_str(s), shape_str(x)));
   im.set_output(0, im.op("prelu", {im.input(0), im.input(1)}), im.input_scalar(0));
 }
 

@@ -26,14 +26,16 @@ struct Reduction {
 };
 
 /// The ONNX axes of the current node: the attribute before `input_from` (the opset at which
-/// they became input 1), the input from then on; nullopt when none are given.
+/// they became input 1), the input from then on; empty when none are given.
 std::vector<int64_t> reduce_axes(Importer& im, int input_from) {
   if (im.opset() < input_from) {
-    if (im.has_input(1)) im.invalid(fmt::format("axes is an input only from opset {} (the model's is {})", input_from, im.opset()));
+    if (im.has_input(1))
+      im.invalid(fmt::format("axes is an input only from opset {} (the model's is {})", input_from, im.opset()));
     return im.attr_ints("axes", std::vector<int64_t>{});
   }
   if (im.has_attr("axes"))
-    im.invalid(fmt::format("axes is an input from opset {} (the model's is {}), not an attribute", input_from, im.opset()));
+    im.invalid(
+        fmt::format("axes is an input from opset {} (the model's is {}), not an attribute", input_from, im.opset()));
   if (im.has_input(1)) return im.const_ints(1, "axes");
   return {};
 }
@@ -127,7 +129,8 @@ Converter arg_reduction(const char* loom_op) {
     std::vector<int64_t> out = in;
     if (keepdims) out[ax] = 1;
     else out.erase(out.begin() + std::ptrdiff_t(ax));
-    Value y = im.op(loom_op, {x}, {{"axis", int64_t(ax)}, {"keepdims", int64_t(1)}, {"select_last_index", int64_t(last)}});
+    Value y =
+        im.op(loom_op, {x}, {{"axis", int64_t(ax)}, {"keepdims", int64_t(1)}, {"select_last_index", int64_t(last)}});
     im.set_output(0, im.reshape(y, out), out.empty());
   };
 }
@@ -148,8 +151,10 @@ void topk(Importer& im) {
   if (in.empty()) im.invalid("the input is rank 0");
   const size_t ax = size_t(normalize_axis(im, axis, in.size(), "axis"));
   if (k < 1 || k > in[ax])
-    im.unsupported(fmt::format("k = {} for an axis of extent {} (loom's topk takes 1 <= k <= the extent; k = 0 gives empty "
-                               "outputs)", k, in[ax]));
+    im.unsupported(
+        fmt::format("k = {} for an axis of extent {} (loom's topk takes 1 <= k <= the extent; k = 0 gives empty "
+                    "outputs)",
+                    k, in[ax]));
   Value x = im.input(0);
   if (im.type(x).dtype.is_bool()) im.invalid("input type bool");
   te::ops::Attrs a = {{"k", k}, {"axis", int64_t(ax)}, {"largest", int64_t(largest)}};
