@@ -182,14 +182,21 @@ Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y, const std::st
 
 Tensor mod(const Tensor& a, const Tensor& b, bool fmod, const std::string& name) {
   detail::check_same_dtype(a, b, "mod", "a", "b");
-  LOOM_CHECK(!a.dtype().is_bool(), "mod: a must be numeric, got bool");
-  const bool is_float = a.dtype().is_float();
-  Expr zero = make_zero(a.dtype());
-  return broadcast_compute({&a, &b}, {"a", "b"}, "mod", name, [fmod, is_float, zero](const std::vector<Expr>& v) {
-    if (fmod) return te::truncmod(v[0], v[1]);
-    if (!is_float) return te::floormod(v[0], v[1]);
-    // fmod moved by b when its sign differs from b's: exact, and x mod ±inf is x or ±inf as in Python.
+  const DataType t = a.dtype();
+  LOOM_CHECK(!t.is_bool(), "mod: a must be numeric, got bool");
+  Expr zero = make_zero(t);
+  return broadcast_compute({&a, &b}, {"a", "b"}, "mod", name, [fmod, t, zero](const std::vector<Expr>& v) -> Expr {
+    if (!t.is_float()) {
+      // x mod 0 is 0 (numpy's result) and x mod -1 is 0: neither divisor reaches the division, which traps on
+      // them (INT_MIN % -1 overflows).
+      Expr trivial = v[1] == zero;
+      if (t.is_int()) trivial = trivial || v[1] == make_const(t, int64_t(-1));
+      Expr b = te::select(trivial, make_const(t, int64_t(1)), v[1]);
+      return te::select(trivial, zero, fmod ? te::truncmod(v[0], b) : te::floormod(v[0], b));
+    }
     Expr r = te::truncmod(v[0], v[1]);
+    if (fmod) return r;
+    // fmod moved by b when its sign differs from b's: exact, and x mod ±inf is x or ±inf as in Python.
     return te::select(r != zero && ((r < zero) != (v[1] < zero)), r + v[1], r);
   });
 }

@@ -39,6 +39,7 @@ Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y, const std::st
 /// The remainder of a / b. Integers: with `fmod` false the sign of b (Python's %), with
 /// `fmod` true the sign of a (C's %). Floating point likewise: fmod (sign of a), or with
 /// `fmod` false fmod moved by b where the signs differ (so x mod inf is x for x >= 0, inf below).
+/// An integer x mod 0 is 0, as numpy gives.
 Tensor mod(const Tensor& a, const Tensor& b, bool fmod, const std::string& name = "mod");
 
 /// true where x is NaN (floating point; false for integers).
