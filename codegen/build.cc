@@ -39,7 +39,8 @@ std::string export_name_problem(const std::string& name) {
       "dlopen", "dlsym", "dlclose", "dlerror", "exp", "expf", "exp2", "exp2f", "expm1f", "log", "logf", "log2f",
       "log10f", "log1pf", "pow", "powf", "sqrt", "sqrtf", "tanh", "tanhf", "sin", "sinf", "cos", "cosf", "tan",
       "tanf", "erf", "erff", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf", "round", "roundf", "fmod",
-      "fmodf", "fmin", "fminf", "fmax", "fmaxf", "atan", "atanf", "atan2f", "asinf", "acosf", "sinhf", "coshf",
+      "fmodf", "fmin", "fminf", "fmax", "fmaxf", "atan", "atanf", "atan2f", "asin", "asinf", "acos", "acosf", "sinh",
+      "sinhf", "cosh", "coshf", "asinh", "asinhf", "acosh", "acoshf", "atanh", "atanhf",
       "fma", "fmaf", "nearbyintf", "rintf", "truncf", "lrintf"};
   if (libc.count(name))
     return fmt::format("'{}' is a C library function the runtime or compiled code calls; the library would "

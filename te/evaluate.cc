@@ -213,6 +213,9 @@ const std::unordered_map<std::string, UnaryMath>& unary_intrinsics() {
       {"atan", [](double x) { return std::atan(x); }},
       {"sinh", [](double x) { return std::sinh(x); }},
       {"cosh", [](double x) { return std::cosh(x); }},
+      {"asinh", [](double x) { return std::asinh(x); }},
+      {"acosh", [](double x) { return std::acosh(x); }},
+      {"atanh", [](double x) { return std::atanh(x); }},
   };
   return table;
 }
@@ -578,6 +581,38 @@ class Program {
                                     : op->name == "atan2" ? static_cast<double (*)(double, double)>(std::atan2)
                                                           : static_cast<double (*)(double, double)>(std::hypot);
       result = float_code([m, x, y](Frame& fr) { return m(x(fr), y(fr)); });
+    } else if (op->name == "isnan") {
+      nargs(1);
+      Code a = compile(op->args[0]);
+      if (!a.is_float) return int_code([](Frame&) { return int64_t(0); });
+      FloatFn x = as_float(a);
+      return int_code([x](Frame& fr) { return int64_t(std::isnan(x(fr))); });
+    } else if (op->name == "bitwise_not") {
+      nargs(1);
+      IntFn x = as_int(compile(op->args[0]));
+      return int_code(wrapped(t, [x](Frame& fr) { return ~x(fr); }));
+    } else if (op->name == "bitwise_and" || op->name == "bitwise_or" || op->name == "bitwise_xor" ||
+               op->name == "shift_left" || op->name == "shift_right") {
+      nargs(2);
+      IntFn x = as_int(compile(op->args[0])), y = as_int(compile(op->args[1]));
+      const char k = op->name == "bitwise_and" ? '&' : op->name == "bitwise_or" ? '|' : op->name == "bitwise_xor" ? '^'
+                     : op->name == "shift_left" ? '<' : '>';
+      // Shifts by the width or more give 0 (all sign bits for a signed right shift) rather than C's undefined behavior.
+      const int bits = t.bits();
+      const bool is_signed = t.is_int();
+      return int_code(wrapped(t, [x, y, k, bits, is_signed](Frame& fr) -> int64_t {
+        const int64_t a = x(fr), b = y(fr);
+        const uint64_t ua = bits < 64 && !is_signed ? uint64_t(a) & ((uint64_t(1) << bits) - 1) : uint64_t(a);
+        switch (k) {
+          case '&': return a & b;
+          case '|': return a | b;
+          case '^': return a ^ b;
+          case '<': return b < 0 || b >= bits ? 0 : int64_t(ua << b);
+          default:
+            if (is_signed) return b < 0 || b >= bits ? (a < 0 ? -1 : 0) : a >> b;
+            return b < 0 || b >= bits ? 0 : int64_t(ua >> b);
+        }
+      }));
     } else if (op->name == "fma") {
       nargs(3);
       FloatFn x = as_float(compile(op->args[0])), y = as_float(compile(op->args[1])),

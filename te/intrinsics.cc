@@ -49,13 +49,15 @@ std::vector<IntrinsicInfo> make_table() {
       {"sqrt", "square root"}, {"tanh", "tanh"},      {"sigmoid", "1/(1+e^-x)"},    {"erf", "error function"},
       {"sin", "sine"},         {"cos", "cosine"},     {"floor", "round down"},      {"ceil", "round up"},
       {"round", "round to nearest, ties to even"},   {"trunc", "round toward zero"},
+      {"tan", "tangent"},      {"asin", "arc sine"},  {"acos", "arc cosine"},       {"atan", "arc tangent"},
+      {"sinh", "hyperbolic sine"}, {"cosh", "hyperbolic cosine"}, {"asinh", "inverse hyperbolic sine"},
+      {"acosh", "inverse hyperbolic cosine"}, {"atanh", "inverse hyperbolic tangent"},
   };
   for (const auto& [name, doc] : unary_float) t.push_back(elementwise(name, {T::kSame}, T::kFloat, kBoth, doc));
   // Only the reference evaluator knows these; no code generator lowers them.
   const std::pair<const char*, const char*> evaluate_only[] = {
       {"exp10", "10^x"}, {"expm1", "e^x - 1"}, {"log10", "base-10 logarithm"}, {"log1p", "log(1 + x)"},
-      {"rsqrt", "1/sqrt(x)"}, {"nearbyint", "round to nearest"}, {"tan", "tangent"}, {"asin", "arc sine"},
-      {"acos", "arc cosine"}, {"atan", "arc tangent"}, {"sinh", "hyperbolic sine"}, {"cosh", "hyperbolic cosine"},
+      {"rsqrt", "1/sqrt(x)"}, {"nearbyint", "round to nearest"},
   };
   for (const auto& [name, doc] : evaluate_only)
     t.push_back(elementwise(name, {T::kSame}, T::kFloat, kBackendNone, doc));

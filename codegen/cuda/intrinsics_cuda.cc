@@ -44,7 +44,8 @@ const std::unordered_map<std::string, CudaIntrinsicLowering>& cuda_intrinsic_tab
     t["sin"] = math("sin", "__sinf");
     t["cos"] = math("cos", "__cosf");
     t["pow"] = math("pow", "__powf");
-    for (const char* n : {"sqrt", "tanh", "erf", "floor", "ceil", "trunc", "fma"}) t[n] = math(n);
+    for (const char* n : {"sqrt", "tanh", "erf", "floor", "ceil", "trunc", "fma", "tan", "asin", "acos", "atan",
+                          "sinh", "cosh", "asinh", "acosh", "atanh"}) t[n] = math(n);
     t["round"] = math("rint");  // ties to even, as the intrinsic table declares (roundf: away from zero)
     t["fabs"] = [](const CudaCall& c) {
       if (c.type.is_integer()) return fmt::format("(({0}) < 0 ? -({0}) : ({0}))", c.args[0]);

@@ -172,6 +172,11 @@ const std::unordered_map<std::string, CodeGenLLVM::IntrinsicLowering>& CodeGenLL
                    if (dt.is_uint() || dt.is_bool()) return x;
                    return cg.b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, cg.b_.getFalse());
                  }};
+    for (const char* name : {"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"}) {
+      t[name] = {1, [n = std::string(name)](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
+                   return cg.emit_libm(n, op->dtype, cg.emit_as(op->args[0], op->dtype));
+                 }};
+    }
     for (const char* name : {"tanh", "erf"}) {
       t[name] = {1, [n = std::string(name)](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
                    llvm::Value* x = cg.emit_as(op->args[0], op->dtype);

@@ -1,4 +1,4 @@
-// Reductions over a set of axes: sum, mean, max, min.
+// Reductions over a set of axes: sum, mean, max, min, product.
 #include <algorithm>
 
 #include "loom/te/ops.h"
@@ -56,6 +56,7 @@ Tensor reduce(const Tensor& x, ReduceKind kind, std::vector<int64_t> axes, bool 
       case ReduceKind::kMean: return sum(v * detail::const_of(t, 1.0 / double(count)), raxes);
       case ReduceKind::kMax: return max_reduce(v, raxes);
       case ReduceKind::kMin: return min_reduce(v, raxes);
+      case ReduceKind::kProd: return prod(v, raxes);
     }
     return Expr();
   };

@@ -16,8 +16,13 @@ namespace loom::te::ops::detail {
 std::vector<OpDef> nn_ops();
 /// Unary elementwise, broadcasting binary, bias_add, cast.
 std::vector<OpDef> elementwise_ops();
-/// reduce_sum, reduce_mean, reduce_max, reduce_min.
+/// reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod.
 std::vector<OpDef> reduce_ops();
+/// Comparisons, logical and bitwise operators, where, mod, isnan, isinf, tan … atanh,
+/// prelu, shrink, swish.
+std::vector<OpDef> logic_ops();
+/// argmax, argmin, topk.
+std::vector<OpDef> search_ops();
 /// reshape, flatten, squeeze, unsqueeze, transpose, concat, pad, take, layout_transform.
 std::vector<OpDef> transform_ops();
 /// quantize, dequantize, requantize.

@@ -25,7 +25,8 @@ std::vector<OpDef> reduce_ops() {
   return {reduce_op("reduce_sum", "sum over axes", ReduceKind::kSum),
           reduce_op("reduce_mean", "mean over axes", ReduceKind::kMean),
           reduce_op("reduce_max", "max over axes", ReduceKind::kMax),
-          reduce_op("reduce_min", "min over axes", ReduceKind::kMin)};
+          reduce_op("reduce_min", "min over axes", ReduceKind::kMin),
+          reduce_op("reduce_prod", "product over axes", ReduceKind::kProd)};
 }
 
 }  // namespace loom::te::ops::detail

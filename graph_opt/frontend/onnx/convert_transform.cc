@@ -1,6 +1,5 @@
 // Converters of ONNX's shape and data-movement operators (Reshape, Flatten, Squeeze,
-// Unsqueeze, Transpose, Concat, Gather), of those folded at import (Shape, Constant) and
-// of ReduceMean.
+// Unsqueeze, Transpose, Concat, Gather) and of those folded at import (Shape, Constant).
 #include <fmt/ranges.h>
 
 #include <cmath>
@@ -225,27 +224,6 @@ void constant(Importer& im) {
   im.set_output(0, im.constant(a, "value"), scalar);
 }
 
-void reduce_mean(Importer& im) {
-  std::vector<int64_t> in = im.input_shape(0);
-  const bool keepdims = im.attr_int("keepdims", 1) != 0;
-  const bool noop_empty = im.opset() >= 18 && im.attr_int("noop_with_empty_axes", 0) != 0;
-  std::vector<int64_t> axes = axes_input_or_attr(im, 1, 18);
-  if (axes.empty() && noop_empty) return im.set_output(0, im.input(0), im.input_scalar(0));
-  if (!im.type(im.input(0)).dtype.is_float())
-    im.unsupported("input type " + im.type(im.input(0)).dtype.str() + " (loom's reduce_mean takes floating point)");
-  std::vector<bool> reduced(in.size(), axes.empty());
-  for (int64_t a : axes) reduced[size_t(normalize_axis(im, a, in.size(), "axis"))] = true;
-  std::vector<int64_t> out, loom_axes;
-  for (size_t d = 0; d < in.size(); ++d) {
-    if (reduced[d]) loom_axes.push_back(int64_t(d));
-    if (!reduced[d]) out.push_back(in[d]);
-    else if (keepdims) out.push_back(1);
-  }
-  if (in.empty()) return im.set_output(0, im.input(0), true);
-  Value y = im.op("reduce_mean", {im.input(0)}, {{"axes", loom_axes}, {"keepdims", int64_t(1)}});
-  output_shaped(im, y, out);
-}
-
 }  // namespace
 
 void add_transform_converters(std::map<std::string, Converter>& m) {
@@ -258,7 +236,6 @@ void add_transform_converters(std::map<std::string, Converter>& m) {
   m["Gather"] = gather;
   m["Shape"] = shape;
   m["Constant"] = constant;
-  m["ReduceMean"] = reduce_mean;
 }
 
 }  // namespace loom::graph_opt::onnx_frontend

@@ -61,6 +61,8 @@ const std::map<std::string, Converter>& converters() {
     add_elementwise_converters(m);
     add_transform_converters(m);
     add_shape_converters(m);
+    add_reduce_converters(m);
+    add_logic_converters(m);
     add_quant_converters(m);
     add_recurrent_converters(m);
     add_softmax_converters(m);

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "loom/te/ops/shape.h"
+#include "loom/te/ops/logic.h"
+#include "loom/te/ops/search.h"
 #include "loom/te/tensor.h"
 #include "loom/te/ops/quantize.h"
 #include "loom/te/ops/softmax_family.h"
@@ -239,8 +241,8 @@ Tensor cos(const Tensor& x, const std::string& name = "cos");
 Tensor sign(const Tensor& x, const std::string& name = "sign");
 
 // ---------------------------------------------------------------- reductions
-enum class ReduceKind : uint8_t { kSum, kMean, kMax, kMin };
-/// Reduces `axes` (negative count from the end; empty: all) with sum, mean, max or min; with
+enum class ReduceKind : uint8_t { kSum, kMean, kMax, kMin, kProd };
+/// Reduces `axes` (negative count from the end; empty: all) with sum, mean, max, min or product; with
 /// `keepdims` each reduced dim stays as extent 1, otherwise it is dropped (all of them: shape
 /// [1]). One stage, tag "reduce", reduce axes "k0", "k1", …
 Tensor reduce(const Tensor& x, ReduceKind kind, std::vector<int64_t> axes = {}, bool keepdims = false,
