@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "loom/te/ops/spatial_nd.h"
 #include "loom/te/tensor.h"
 
 namespace loom::te::ops {
