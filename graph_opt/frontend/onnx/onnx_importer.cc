@@ -51,6 +51,8 @@ const std::map<std::string, Converter>& converters() {
     add_nn_converters(m);
     add_elementwise_converters(m);
     add_transform_converters(m);
+    add_window_converters(m);
+    add_normalization_converters(m);
     return m;
   }();
   return table;
