@@ -53,6 +53,7 @@ const std::map<std::string, Converter>& converters() {
     add_transform_converters(m);
     add_window_converters(m);
     add_normalization_converters(m);
+    add_quant_converters(m);
     return m;
   }();
   return table;
