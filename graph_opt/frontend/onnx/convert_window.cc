@@ -91,7 +91,9 @@ Value emit_conv(Importer& im, Value data, Value weight, std::optional<Value> bia
                                 {"dilation", w.dilations}, {"groups", groups}});
   in[0] = im.reshape(data, {x[0], x[1], 1, x[2]});
   in[1] = im.reshape(weight, {k[0], k[1], 1, k[2]});
-  Value y = im.op("conv2d", in, {{"strides", std::vector<int64_t>{1, w.strides[0]}},
+  // The unit height takes the width's stride (its one output is the same) so that an unpadded
+  // 1-D convolution meets the conv2d templates' one-stride form.
+  Value y = im.op("conv2d", in, {{"strides", std::vector<int64_t>{w.strides[0], w.strides[0]}},
                                  {"padding", std::vector<int64_t>{0, w.pads[0], 0, w.pads[1]}},
                                  {"dilation", std::vector<int64_t>{1, w.dilations[0]}}, {"groups", groups}});
   std::vector<int64_t> ys = im.type(y).shape;
