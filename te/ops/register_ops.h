@@ -20,7 +20,8 @@ std::vector<OpDef> elementwise_ops();
 std::vector<OpDef> reduce_ops();
 /// reshape, flatten, squeeze, unsqueeze, transpose, concat, pad, take, layout_transform.
 std::vector<OpDef> transform_ops();
-/// conv3d, max_pool_nd, avg_pool_nd, lp_pool_nd, max_pool_nd_indices, col2im, group_norm.
+/// conv3d, max_pool_nd, avg_pool_nd, lp_pool_nd, max_pool_nd_indices, col2im,
+/// max_unpool, group_norm.
 std::vector<OpDef> spatial_nd_ops();
 
 /// An attribute spec with a default (`required` makes one without).

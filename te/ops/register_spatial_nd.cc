@@ -1,5 +1,5 @@
 // Registry entries of the N-D window operators (conv3d, max/avg/Lp pooling and MaxPool's
-// indices over 1 to 3 spatial dims, col2im) and of group normalization.
+// indices over 1 to 3 spatial dims, col2im, max_unpool) and of group normalization.
 #include "op_util.h"
 #include "register_ops.h"
 
@@ -108,6 +108,22 @@ OpDef col2im_op() {
   return d;
 }
 
+OpDef max_unpool_op() {
+  OpDef d;
+  d.name = "max_unpool";
+  d.doc = "writes each element to the flat position its int64 index names in scatter_shape, placed at the start "
+          "of output_shape (ONNX MaxUnpool; a gather scanning every index)";
+  d.inputs = {"data", "indices"};
+  d.min_inputs = 2;
+  d.attrs = {attr("scatter_shape", AttrKind::kInts, std::nullopt, "the shape the indices are flat positions in"),
+             attr("output_shape", AttrKind::kInts, std::nullopt, "the output's shape, each dim at least scatter_shape's")};
+  d.pattern = OpPattern::kOpaque;
+  d.compute = [](const std::vector<Tensor>& in, const Attrs& a) -> std::vector<Tensor> {
+    return {max_unpool(in[0], in[1], attr_ints(a, "scatter_shape"), attr_ints(a, "output_shape"), "max_unpool")};
+  };
+  return d;
+}
+
 OpDef group_norm_op() {
   OpDef d;
   d.name = "group_norm";
@@ -133,6 +149,7 @@ std::vector<OpDef> spatial_nd_ops() {
           pool_nd_op("lp_pool_nd", PoolNdKind::kLp),
           max_pool_nd_indices_op(),
           col2im_op(),
+          max_unpool_op(),
           group_norm_op()};
 }
 

@@ -287,6 +287,54 @@ Tensor col2im(const Tensor& data, const std::vector<int64_t>& image, const Windo
   }), name, "col2im");
 }
 
+Tensor max_unpool(const Tensor& data, const Tensor& indices, const std::vector<int64_t>& scatter_shape,
+                  const std::vector<int64_t>& out_shape, const std::string& name) {
+  const char* op = "max_unpool";
+  auto d = const_shape(data, op, "data");
+  auto is = const_shape(indices, op, "indices");
+  LOOM_CHECK(d == is, "{}: data {} and indices {} must have one shape", op, shape_str(d), shape_str(is));
+  LOOM_CHECK(indices.dtype() == DataType::Int(64), "{}: indices must be int64, got {}", op, indices.dtype().str());
+  LOOM_CHECK(scatter_shape.size() == d.size() && out_shape.size() == d.size(),
+             "{}: data is {} but the scatter shape is {} and the output shape {}; give one extent per dim", op,
+             shape_str(d), shape_str(scatter_shape), shape_str(out_shape));
+  for (size_t i = 0; i < d.size(); ++i)
+    LOOM_CHECK(scatter_shape[i] > 0 && out_shape[i] >= scatter_shape[i] && out_shape[i] <= INT32_MAX,
+               "{}: the output shape {} must hold the scatter shape {} in every dim", op, shape_str(out_shape),
+               shape_str(scatter_shape));
+  int64_t n = 1;
+  for (int64_t e : d) n *= e;
+  LOOM_CHECK(n <= INT32_MAX, "{}: data {} has 2^31 elements or more", op, shape_str(d));
+  const DataType i64 = DataType::Int(64);
+  // The flat position in data of reduce index r, unraveled.
+  auto unravel = [&](const Expr& r) {
+    std::vector<Expr> idx(d.size());
+    Expr rest = r;
+    for (size_t i = d.size(); i-- > 0;) {
+      idx[i] = i == 0 ? rest : floormod(rest, int_const(d[i]));
+      if (i > 0) rest = floordiv(rest, int_const(d[i]));
+    }
+    return idx;
+  };
+  IterVar r = reduce_axis(Range(0, int_const(n)), "r");
+  Tensor source = compute(to_exprs(out_shape), FCompute([&](const std::vector<Var>& iv) {
+    Expr inside, flat = make_const(i64, int64_t(0));
+    for (size_t i = 0; i < iv.size(); ++i) {
+      if (out_shape[i] > scatter_shape[i]) {
+        Expr c = iv[i] < int_const(scatter_shape[i]);
+        inside = inside.defined() ? (inside && c) : c;
+      }
+      flat = flat * make_const(i64, scatter_shape[i]) + cast(i64, iv[i]);
+    }
+    Expr hit = indices(unravel(r)) == flat;
+    if (inside.defined()) hit = inside && hit;
+    return max_reduce(select(hit, Expr(r), int_const(-1)), {r});
+  }), name + "_source", "unpool_source");
+  return compute(to_exprs(out_shape), FCompute([&](const std::vector<Var>& iv) {
+    Expr s = source(std::vector<Expr>(iv.begin(), iv.end()));
+    return select(s >= 0, data(unravel(s)), make_zero(data.dtype()));
+  }), name, "unpool");
+}
+
 Tensor group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, int64_t groups, double eps,
                   const std::string& name) {
   const char* op = "group_norm";

@@ -1,5 +1,5 @@
 // The N-D window operators (conv3d, max/avg/Lp pooling over 1 to 3 spatial dims, MaxPool's
-// indices, col2im) and group_norm compiled through graph_opt::compile for LLVM, each in a small
+// indices, col2im, max_unpool) and group_norm compiled through graph_opt::compile for LLVM, each in a small
 // graph with a fusable consumer, against te::evaluate's reference execution.
 #include <cstring>
 
@@ -47,6 +47,8 @@ std::vector<Case> cases() {
       {"max_pool_nd_indices", {{1, 3, 5, 7, 6}}, with(pool3, "column_major", int64_t(1))},
       {"col2im", {{2, 3 * 6, 9}}, {{"image_shape", V{5, 7}}, {"block_shape", V{2, 3}}, {"strides", V{2, 2}},
                                     {"padding", V{1, 0, 0, 1}}}},
+      {"max_unpool", {{2, 3, 4, 4}, {2, 3, 4, 4}},
+       {{"scatter_shape", V{2, 3, 9, 8}}, {"output_shape", V{2, 3, 10, 9}}}},
       {"group_norm", {{2, 6, 5, 3}, {6}, {6}}, {{"groups", int64_t(3)}}},
       {"group_norm", {{3, 4, 17}, {4}, {4}}, {{"groups", int64_t(4)}, {"epsilon", 1e-3}}},
   };
@@ -57,7 +59,9 @@ TEST(SpatialNdOps, CompiledMatchReference) {
     SCOPED_TRACE(c.op + " on " + std::to_string(c.inputs[0].size()) + "-D data");
     GraphBuilder b("one_" + c.op);
     std::vector<Value> ins;
-    for (size_t i = 0; i < c.inputs.size(); ++i) ins.push_back(b.input("in" + std::to_string(i), {c.inputs[i], f32, ""}));
+    const bool unpool = c.op == "max_unpool";  // its second input: int64 indices
+    for (size_t i = 0; i < c.inputs.size(); ++i)
+      ins.push_back(b.input("in" + std::to_string(i), {c.inputs[i], unpool && i == 1 ? DataType::Int(64) : f32, ""}));
     Value y = b.op(c.op, ins, c.attrs, "y");
     // A fusable consumer (float outputs).
     if (b.type(y).dtype == f32) y = b.op("relu", {y}, {}, "relu");
@@ -65,6 +69,11 @@ TEST(SpatialNdOps, CompiledMatchReference) {
     Graph g = b.build();
     std::vector<NDArray> inputs;
     for (size_t i = 0; i < c.inputs.size(); ++i) inputs.push_back(test::random_array(c.inputs[i], 3 + i, -2, 2));
+    if (unpool) {  // distinct positions of the [2,3,9,8] scatter shape, a few repeated
+      NDArray idx = NDArray::empty(c.inputs[1], DataType::Int(64));
+      for (int64_t i = 0; i < idx.numel(); ++i) idx.set(i, double((i * 37 + i / 5) % (2 * 3 * 9 * 8)));
+      inputs[1] = idx;
+    }
     std::vector<NDArray> want = run_reference(g, inputs);
     for (int level : {0, 3}) {
       SCOPED_TRACE(level);

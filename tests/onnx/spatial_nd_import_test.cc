@@ -172,6 +172,31 @@ TEST(SpatialNdImport, MaxPoolIndicesOutput) {
              "storage_order 2 is not 0 or 1");
 }
 
+TEST(SpatialNdImport, MaxPoolIndicesUnpoolBack) {
+  REQUIRE_FRONTEND();
+  // MaxPool's Indices drive MaxUnpool: each window's maximum returns to its place, the rest 0.
+  Pb pool, unpool;
+  pool.s(1, "x").s(2, "p").s(2, "i").s(3, "pool").s(4, "MaxPool").m(5, ints("kernel_shape", {2, 2})).m(5, ints("strides", {2, 2}));
+  unpool.s(1, "p").s(1, "i").s(2, "y").s(3, "unpool").s(4, "MaxUnpool").m(5, ints("kernel_shape", {2, 2})).m(5, ints("strides", {2, 2}));
+  Pb g;
+  g.m(1, pool).m(1, unpool).s(2, "g").m(11, value("x", {1, 2, 4, 6})).m(12, Pb().s(1, "y"));
+  Pb mp;
+  mp.i(1, 8).m(7, g).m(8, Pb().s(1, "").i(2, 13));
+  Graph gr = import(mp.b);
+  runtime::NDArray x = ramp({1, 2, 4, 6}, 1.0);
+  runtime::NDArray y = run_reference(gr, {x})[0];
+  ASSERT_EQ(y.shape(), (std::vector<int64_t>{1, 2, 4, 6}));
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t w = 0; w < 6; ++w) {
+        double m = -1e300;
+        for (int64_t a = 0; a < 2; ++a)
+          for (int64_t b = 0; b < 2; ++b) m = std::max(m, x.get(c * 24 + (h / 2 * 2 + a) * 6 + w / 2 * 2 + b));
+        const double v = x.get(c * 24 + h * 6 + w);
+        EXPECT_EQ(y.get(c * 24 + h * 6 + w), v == m ? v : 0.0) << c << " " << h << " " << w;
+      }
+}
+
 TEST(SpatialNdImport, GroupNormalizationPerGroupAndPerChannelScale) {
   REQUIRE_FRONTEND();
   const std::vector<int64_t> xs{2, 4, 3};
@@ -266,6 +291,8 @@ TEST(SpatialNdImport, Errors) {
   EXPECT_HAS(import_error(model("RMSNormalization", {{"x", {2, 3, 4}}, {"s", {5}}}, {"y"}, {integer("axis", 1)}, 23)),
              "scale [5] does not broadcast to the normalized dims [3,4]");
   EXPECT_HAS(import_error(model("GlobalMaxPool", {{"x", {2, 3}}}, {"y"}, {})), "has no spatial dims");
+  EXPECT_HAS(import_error(model("MaxUnpool", {{"x", {1, 2, 3, 3}}, {"i", {1, 2, 3, 3}}}, {"y"}, {ints("kernel_shape", {2, 2})})),
+             "indices must be int64");
 }
 
 }  // namespace

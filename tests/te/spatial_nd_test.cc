@@ -306,6 +306,31 @@ TEST(SpatialNd, Col2ImMatchesScatterLoops) {
                {"10 columns", "holds 16 windows"});
 }
 
+TEST(SpatialNd, MaxUnpoolScattersByIndexLastWins) {
+  // data [1,2,2,3] written into a [1,2,4,5] scatter shape, placed in a [1,2,5,6] output.
+  const Shape ds{1, 2, 2, 3}, scatter{1, 2, 4, 5}, out{1, 2, 5, 6};
+  Tensor x = ph(ds, "x"), idx = ph(ds, "i", DataType::Int(64));
+  Inputs in;
+  Ref xr = in.add(x);
+  Ref ir(ds);
+  // Two elements name position 7 (the later one wins); one names a position of the other
+  // channel (20 + 3); the rest spread out.
+  const double pos[] = {7, 0, 7, 19, 23, 5, 30, 39, 21, 11, 12, 33};
+  for (size_t i = 0; i < 12; ++i) ir.v[i] = pos[i];
+  in.set(idx, ir);
+  Ref want(out);
+  for (size_t i = 0; i < 12; ++i) {
+    Shape at = Ref(scatter).unravel(int64_t(pos[i]));
+    want.v[size_t(want.ravel(at))] = xr.v[i];
+  }
+  Tensor y = reg("max_unpool", {x, idx}, {{"scatter_shape", scatter}, {"output_shape", out}});
+  expect_close(in.eval(y), want, 0);
+  expect_error([&] { reg("max_unpool", {x, idx}, {{"scatter_shape", scatter}, {"output_shape", Shape{1, 2, 3, 6}}}); },
+               {"must hold the scatter shape"});
+  expect_error([&] { reg("max_unpool", {x, x}, {{"scatter_shape", scatter}, {"output_shape", out}}); },
+               {"indices must be int64"});
+}
+
 TEST(SpatialNd, OutputExtentsAndCeilMode) {
   // ceil_mode rounds up, but a last window may not start in the end padding.
   EXPECT_EQ(ops::window_out_extents("t", {5}, {{2}, {2}, {1}, {0, 0}, true}), (Shape{3}));

@@ -1,5 +1,5 @@
 // Converters of ONNX's windowed operators over 1 to 3 spatial dims: Conv, ConvTranspose,
-// MaxPool (and its Indices), AveragePool, LpPool, the global pools, and Col2Im.
+// MaxPool (and its Indices), MaxUnpool, AveragePool, LpPool, the global pools, and Col2Im.
 #include <fmt/ranges.h>
 
 #include "loom/te/ops/spatial_nd.h"
@@ -314,6 +314,40 @@ void global_lp_pool(Importer& im) {
   im.set_output(0, y);
 }
 
+/// MaxUnpool: X and the int64 Indices of one shape; the output extent of each spatial dim is
+/// (x - 1)·stride − pads + kernel, or the optional output_shape input (at least that).
+void max_unpool(Importer& im) {
+  std::vector<int64_t> x = spatial_input(im);
+  const size_t r = x.size() - 2;
+  if (im.input_shape(1) != x)
+    im.invalid(fmt::format("indices {} must have the shape of X {}", shape_str(im.input_shape(1)), shape_str(x)));
+  if (im.input_dtype(1) != DataType::Int(64)) im.invalid("indices must be int64, got " + im.input_dtype(1).str());
+  std::vector<int64_t> kernel = im.attr_ints("kernel_shape");
+  if (kernel.size() != r)
+    im.invalid(fmt::format("kernel_shape [{}] does not fit the {} spatial dims of {}", fmt::join(kernel, ","), r,
+                           shape_str(x)));
+  std::vector<int64_t> strides = ints_of(im, "strides", r, 1), pads = ints_of(im, "pads", 2 * r, 0);
+  std::vector<int64_t> scatter{x[0], x[1]};
+  for (size_t d = 0; d < r; ++d) {
+    if (kernel[d] < 1 || strides[d] < 1 || pads[d] < 0 || pads[d + r] < 0)
+      im.invalid(fmt::format("kernel_shape [{}] and strides [{}] must be positive, pads [{}] non-negative",
+                             fmt::join(kernel, ","), fmt::join(strides, ","), fmt::join(pads, ",")));
+    const int64_t e = (x[d + 2] - 1) * strides[d] - pads[d] - pads[d + r] + kernel[d];
+    if (e < 1 || e > INT32_MAX) im.invalid(fmt::format("the unpooled extent of spatial dim {} is {}", d, e));
+    scatter.push_back(e);
+  }
+  std::vector<int64_t> out = scatter;
+  if (im.has_input(2)) {
+    out = im.const_ints(2, "output_shape");
+    bool fits = out.size() == scatter.size();
+    for (size_t d = 0; d < out.size() && fits; ++d) fits = d < 2 ? out[d] == scatter[d] : out[d] >= scatter[d];
+    if (!fits)
+      im.invalid(fmt::format("output_shape {} must be [{}, {}, ...] holding the unpooled {}", shape_str(out), x[0], x[1],
+                             shape_str(scatter)));
+  }
+  im.set_output(0, im.op("max_unpool", {im.input(0), im.input(1)}, {{"scatter_shape", scatter}, {"output_shape", out}}));
+}
+
 /// Col2Im: image_shape and block_shape are constant inputs.
 void col2im(Importer& im) {
   std::vector<int64_t> x = im.input_shape(0);
@@ -344,6 +378,7 @@ void add_window_converters(std::map<std::string, Converter>& m) {
   m["GlobalMaxPool"] = global_max_pool;
   m["GlobalLpPool"] = global_lp_pool;
   m["Col2Im"] = col2im;
+  m["MaxUnpool"] = max_unpool;
 }
 
 }  // namespace loom::graph_opt::onnx_frontend

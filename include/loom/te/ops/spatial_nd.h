@@ -54,6 +54,16 @@ Tensor max_pool_nd_indices(const Tensor& data, const WindowNd& window, bool colu
 Tensor col2im(const Tensor& data, const std::vector<int64_t>& image, const WindowNd& window,
               const std::string& name = "col2im");
 
+/// ONNX's MaxUnpool: each element of data is written to the position its int64 index names
+/// in an array of `scatter_shape` flattened (the last of equal indices wins; positions no
+/// index names are 0), which is then placed at the start of each dim of `out_shape` (each
+/// dim at least scatter_shape's; the rest 0). data and indices have one shape. As a gather,
+/// each output element scans every index (O(|out|·|data|)). Stages "<name>_source" (the
+/// position of the element written there, or -1; tag "unpool_source") and the output (tag
+/// "unpool").
+Tensor max_unpool(const Tensor& data, const Tensor& indices, const std::vector<int64_t>& scatter_shape,
+                  const std::vector<int64_t>& out_shape, const std::string& name = "max_unpool");
+
 /// Group normalization of x [N,C,...]: per sample and group of C/groups channels,
 /// (x - mean) / sqrt(var + eps) * gamma[c] + beta[c], gamma and beta 1-D of C (instance
 /// normalization is groups = C). Stages "<name>_mean", "<name>_var" (tag
