@@ -32,6 +32,9 @@ std::vector<OpDef> softmax_family_ops();
 /// strided_slice, tile, broadcast_to, gather_elements, gather_nd, scatter_elements, scatter_nd,
 /// one_hot, trilu, cumsum, cumprod, reverse_sequence.
 std::vector<OpDef> shape_ops();
+/// conv3d, max_pool_nd, avg_pool_nd, lp_pool_nd, max_pool_nd_indices, col2im,
+/// max_unpool, group_norm.
+std::vector<OpDef> spatial_nd_ops();
 
 /// An attribute spec with a default (`required` makes one without).
 inline AttrSpec attr(std::string name, AttrKind kind, std::optional<AttrValue> def, std::string doc) {

@@ -217,8 +217,8 @@ TEST(MalformedOnnx, ConvOfARankZeroInputSaysSo) {
   EXPECT_HAS(e, "node #0 'conv1' (Conv): input X [] has rank 0; expected 3-D, 4-D or 5-D (N, C, spatial…)");
   e = import_error(conv_model({}, {3, 8}).bytes());
   EXPECT_HAS(e, "has rank 2; expected 3-D, 4-D or 5-D");
-  // 3-D input (1-D convolution) is valid ONNX that loom does not import.
-  EXPECT_THROW(import_onnx_bytes(conv_model({}, {1, 3, 8}).bytes(), "m.onnx"), OnnxUnsupported);
+  // 3-D input (1-D convolution) needs a 3-D weight.
+  EXPECT_HAS(import_error(conv_model({}, {1, 3, 8}).bytes()), "weight [4,3,3,3] does not have the rank of the input [1,3,8]");
 }
 
 TEST(MalformedOnnx, ConvWindowAttributesPast2To31AreErrors) {

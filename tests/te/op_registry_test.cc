@@ -102,7 +102,7 @@ TEST(OpRegistry, HasEveryOperatorOfTheGraphAndOnnxIssues) {
   EXPECT_EQ(ops::get_op("softmax").pattern, ops::OpPattern::kOpaque);
   EXPECT_STREQ(ops::to_string(ops::OpPattern::kOutEWiseFusable), "out_elemwise_fusable");
   EXPECT_EQ(ops::find_op("no_such_op"), nullptr);
-  expect_error([] { ops::get_op("conv3d"); }, {"no operator 'conv3d'", "conv2d"});
+  expect_error([] { ops::get_op("conv4d"); }, {"no operator 'conv4d'", "conv2d"});
 }
 
 TEST(OpRegistry, RegisterOpAddsAndReplaces) {

@@ -63,6 +63,8 @@ const std::map<std::string, Converter>& converters() {
     add_shape_converters(m);
     add_reduce_converters(m);
     add_logic_converters(m);
+    add_window_converters(m);
+    add_normalization_converters(m);
     add_quant_converters(m);
     add_recurrent_converters(m);
     add_softmax_converters(m);

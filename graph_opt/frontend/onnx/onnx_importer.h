@@ -167,6 +167,8 @@ void add_transform_converters(std::map<std::string, Converter>& out);
 void add_shape_converters(std::map<std::string, Converter>& out);
 void add_reduce_converters(std::map<std::string, Converter>& out);
 void add_logic_converters(std::map<std::string, Converter>& out);
+void add_window_converters(std::map<std::string, Converter>& out);
+void add_normalization_converters(std::map<std::string, Converter>& out);
 void add_quant_converters(std::map<std::string, Converter>& out);
 
 /// ONNX's MatMul of `a` and `b` (ONNX shapes `sa` and `sb`: numpy's matmul, 1-D operands
