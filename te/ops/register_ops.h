@@ -20,6 +20,8 @@ std::vector<OpDef> elementwise_ops();
 std::vector<OpDef> reduce_ops();
 /// reshape, flatten, squeeze, unsqueeze, transpose, concat, pad, take, layout_transform.
 std::vector<OpDef> transform_ops();
+/// resample.
+std::vector<OpDef> resize_ops();
 
 /// An attribute spec with a default (`required` makes one without).
 inline AttrSpec attr(std::string name, AttrKind kind, std::optional<AttrValue> def, std::string doc) {

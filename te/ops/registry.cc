@@ -45,7 +45,8 @@ Registry& ready_registry() {
   static std::once_flag once;
   std::call_once(once, [&] {
     std::lock_guard<std::mutex> lock(r.mu);
-    for (auto* family : {detail::nn_ops, detail::elementwise_ops, detail::reduce_ops, detail::transform_ops})
+    for (auto* family : {detail::nn_ops, detail::elementwise_ops, detail::reduce_ops, detail::transform_ops,
+                         detail::resize_ops})
       for (OpDef& d : family()) add(r, std::move(d));
   });
   return r;
