@@ -20,7 +20,7 @@ std::vector<OpDef> elementwise_ops();
 std::vector<OpDef> reduce_ops();
 /// reshape, flatten, squeeze, unsqueeze, transpose, concat, pad, take, layout_transform.
 std::vector<OpDef> transform_ops();
-/// resample.
+/// resample, grid_sample.
 std::vector<OpDef> resize_ops();
 
 /// An attribute spec with a default (`required` makes one without).

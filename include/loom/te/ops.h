@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "loom/te/tensor.h"
+#include "loom/te/ops/grid_sample.h"
 #include "loom/te/ops/resize.h"
 
 namespace loom::te::ops {
