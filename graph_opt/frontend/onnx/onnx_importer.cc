@@ -54,6 +54,7 @@ const std::map<std::string, Converter>& converters() {
     add_resize_converters(m);
     add_einsum_converters(m);
     add_control_flow_converters(m);
+    add_grid_converters(m);
     add_quant_converters(m);
     return m;
   }();
