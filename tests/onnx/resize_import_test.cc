@@ -5,6 +5,7 @@
 
 #include "common/cli_test_util.h"
 #include "import_test_util.h"
+#include "loom/graph_opt/passes.h"
 #include "onnx_model_writer.h"
 
 namespace loom::test::onnx_writer {
@@ -57,6 +58,8 @@ TEST(ResizeImport, NearestUpsampleByTwoRepeatsEachPixelWithoutWeights) {
   EXPECT_EQ(count_ops(g, "resample"), 2);
   for (const auto& n : g.nodes)
     if (n.is_op() && n.op == "resample") EXPECT_EQ(n.inputs.size(), 2u) << "nearest reads no weights";
+  // The two axes' resamples are one kernel.
+  EXPECT_EQ(graph_opt::fuse_ops(g).groups.size(), 1u);
 }
 
 TEST(ResizeImport, LinearHalfPixelBySizes) {
