@@ -72,6 +72,24 @@ TEST(ResizeImport, LinearHalfPixelBySizes) {
   EXPECT_EQ(count_ops(g, "resample"), 1) << "the axes of extent 1 are left alone";
 }
 
+TEST(ResizeImport, EmptyRoiAndScalesFromConstantNodes) {
+  REQUIRE_FRONTEND();
+  // As paddle2onnx and torch.onnx write it: roi and scales are Constant nodes of no elements.
+  ModelPb m;
+  m.inputs = {value("x", {1, 1, 2, 2})};
+  m.inits = {ints_tensor("sizes", {4}, {1, 1, 4, 4})};
+  m.nodes = {node("Constant", {}, {"roi"}, "c1", {attr_tensor("value", floats_tensor("r", {0}, {}))}),
+             node("Constant", {}, {"scales"}, "c2", {attr_tensor("value", floats_tensor("s", {0}, {}))}),
+             node("Resize", {"x", "roi", "scales", "sizes"}, {"y"}, "resize1",
+                  {attr_str("mode", "nearest"), attr_str("coordinate_transformation_mode", "asymmetric"),
+                   attr_str("nearest_mode", "floor")})};
+  m.outputs = {Pb().s(1, "y")};
+  std::vector<double> want;
+  for (int64_t y = 0; y < 4; ++y)
+    for (int64_t x = 0; x < 4; ++x) want.push_back(double((y / 2) * 2 + x / 2));
+  run_both(m, iota({1, 1, 2, 2}), want);
+}
+
 TEST(ResizeImport, AxesAndKeepAspectRatio) {
   REQUIRE_FRONTEND();
   // sizes [7, 7] for axes [2, 3] of a 2x4 input, not_larger: scale min(7/2, 7/4) = 1.75 ->

@@ -436,7 +436,7 @@ void Importer::convert(const onnx::GraphProto& g, int index) {
   for (const auto& a : node_->attribute())
     if (!attrs_read_.count(a.name())) unsupported(fmt::format("attribute '{}' is not supported", a.name()));
   for (int k = 0; k < node_->output_size(); ++k)
-    if (output_used(k) && !values_.count(node_->output(k)))
+    if (output_used(k) && !values_.count(node_->output(k)) && !empty_.count(node_->output(k)))
       unsupported(fmt::format("output {} '{}' is not supported", k, node_->output(k)));
   node_ = nullptr;
 }
