@@ -9,7 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <numeric>
+#include <optional>
 
 #include "onnx_importer.h"
 
@@ -28,12 +28,6 @@ struct Operand {
 };
 
 std::string label_str(Label l) { return l < 256 ? std::string(1, char(l)) : fmt::format("...{}", l - 256); }
-
-std::string labels_str(const Labels& ls) {
-  std::string s;
-  for (Label l : ls) s += label_str(l);
-  return s;
-}
 
 /// One term of the equation: letters and at most one "...".
 struct Term {
@@ -105,7 +99,6 @@ class EinsumLowering {
       if (terms[size_t(i)].ellipsis) max_ell = std::max(max_ell, rank - letters);
     }
     std::map<Label, int64_t> extent;
-    std::map<Label, int> count;
     for (int i = 0; i < n; ++i) {
       const Term& t = terms[size_t(i)];
       const size_t ell = t.ellipsis ? shapes[size_t(i)].size() - t.letters_before.size() - t.letters_after.size() : 0;
@@ -121,10 +114,6 @@ class EinsumLowering {
           it->second = std::max(it->second, e);
         }
       }
-      Labels distinct = op.labels;
-      std::sort(distinct.begin(), distinct.end());
-      distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-      for (Label l : distinct) ++count[l];
       operands_.push_back(std::move(op));
     }
 
@@ -133,7 +122,7 @@ class EinsumLowering {
     if (arrow != std::string::npos) {
       const std::string rhs = eq.substr(arrow + 2);
       const Term t = parse_term(im_, rhs, eq);
-      if (t.ellipsis && max_ell == 0 && std::none_of(terms.begin(), terms.end(), [](const Term& x) { return x.ellipsis; }))
+      if (t.ellipsis && std::none_of(terms.begin(), terms.end(), [](const Term& x) { return x.ellipsis; }))
         im_.invalid(fmt::format("equation '{}': the output has '...' but no input does", eq));
       out = term_labels(t, t.ellipsis ? max_ell : 0, max_ell);
       Labels sorted = out;
@@ -221,45 +210,37 @@ class EinsumLowering {
     op.shape = shape;
   }
 
-  /// A label repeated within one operand: its diagonal, one dim.
+  /// A label repeated within one operand: its diagonal, one dim (until no label repeats).
   void take_diagonals(Operand& op) {
     while (true) {
-      size_t a = 0, b = 0;
-      bool found = false;
-      for (a = 0; a < op.labels.size() && !found; ++a)
-        for (b = a + 1; b < op.labels.size(); ++b)
-          if (op.labels[a] == op.labels[b]) {
-            found = true;
-            break;
-          }
-      if (!found) return;
-      --a;
-      // The pair moved last, flattened, and every (n+1)-th element taken.
-      Labels order;
-      for (size_t d = 0; d < op.labels.size(); ++d)
-        if (d != a && d != b) order.push_back(op.labels[d]);
+      std::optional<std::pair<size_t, size_t>> pair;
+      for (size_t a = 0; a < op.labels.size() && !pair; ++a)
+        for (size_t b = a + 1; b < op.labels.size() && !pair; ++b)
+          if (op.labels[a] == op.labels[b]) pair = std::pair{a, b};
+      if (!pair) return;
+      const auto [a, b] = *pair;
+      // The pair moved last, flattened, and every (e+1)-th element taken.
       const Label l = op.labels[a];
+      const int64_t e = op.shape[a];
+      Labels labels;
       std::vector<int64_t> perm, shape;
       for (size_t d = 0; d < op.labels.size(); ++d)
         if (d != a && d != b) {
+          labels.push_back(op.labels[d]);
           perm.push_back(int64_t(d));
           shape.push_back(op.shape[d]);
         }
       perm.push_back(int64_t(a));
       perm.push_back(int64_t(b));
-      const int64_t e = op.shape[a];
-      if (op.shape[b] != e)
-        im_.invalid(fmt::format("repeated label '{}' has extents {} and {}", label_str(l), e, op.shape[b]));
-      Value v = permute(op, perm);
       std::vector<int64_t> flat = shape;
       flat.push_back(e * e);
-      v = im_.reshape(v, flat);
+      Value v = im_.reshape(permute(op, perm), flat);
       runtime::NDArray idx = runtime::NDArray::empty({e}, DataType::Int(64));
       for (int64_t k = 0; k < e; ++k) idx.data<int64_t>()[k] = k * (e + 1);
       v = im_.op("take", {v, im_.constant(idx, "diagonal")}, {{"axis", int64_t(flat.size() - 1)}});
-      order.push_back(l);
+      labels.push_back(l);
       shape.push_back(e);
-      op = Operand{v, order, shape};
+      op = Operand{v, labels, shape};
     }
   }
 
