@@ -122,6 +122,11 @@ ResampleTaps resize_taps(int64_t in, int64_t out, double scale, const ResizeOpti
   LOOM_CHECK(out >= 1 && out <= std::numeric_limits<int32_t>::max(), "resize: output extent {} is out of range", out);
   LOOM_CHECK(std::isfinite(scale) && scale > 0, "resize: scale {} must be positive and finite", scale);
   LOOM_CHECK(!(opt.antialias && opt.mode == ResizeMode::kNearest), "resize: antialias applies to linear and cubic only");
+  // The kernel's width, checked before the tables are made (a tiny antialias scale widens it).
+  const double support = opt.mode == ResizeMode::kCubic ? 2.0 : 1.0;
+  const double width = opt.antialias ? 2 * std::ceil(support / std::min(scale, 1.0)) : 2 * support;
+  LOOM_CHECK(width * double(out) <= double(kMaxResizeTaps),
+             "resize: {} outputs of {} taps each are more than the {} taps loom tabulates", out, width, kMaxResizeTaps);
   std::vector<std::vector<int64_t>> idx(static_cast<size_t>(out));
   std::vector<std::vector<double>> w(static_cast<size_t>(out));
   std::vector<bool> outside(static_cast<size_t>(out), false);

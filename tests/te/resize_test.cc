@@ -293,6 +293,10 @@ TEST(Resize, RegistryResampleAndErrors) {
   }, {"weights", "shape of indices"});
   expect_error([] { ops::resize_taps(0, 3, 1.0, {}); }, {"input extent 0"});
   expect_error([] { ops::resize_taps(3, 3, -1.0, {}); }, {"scale -1"});
+  ResizeOptions wide;
+  wide.mode = ResizeMode::kLinear;
+  wide.antialias = true;  // a kernel 2e6 taps wide
+  expect_error([&] { ops::resize_taps(100000000, 100, 1e-6, wide); }, {"more than the 16777216 taps"});
   // The registry entry computes what resample does, the extrapolation included.
   Inputs in;
   Tensor x = ph({4, 3}), idx = ph({2, 1}, "i", DataType::Int(32)), w = ph({2, 1}, "w");

@@ -57,11 +57,14 @@ struct ResampleTaps {
   bool identity(int64_t in) const;
 };
 
+/// The most taps (outputs times kernel width) resize_taps tabulates for one axis.
+inline constexpr int64_t kMaxResizeTaps = int64_t(1) << 24;
+
 /// The taps of resizing an axis of `in` elements to `out` with scale factor `scale` (out / in
 /// when the caller gave sizes); roi_start / roi_end matter for kTfCropAndResize only. These
 /// follow ONNX's Resize definition (its reference implementation) exactly: nearest takes one
 /// tap, linear two, cubic four, antialias as many as the stretched kernel covers. Throws
-/// loom::Error for a non-positive extent or scale.
+/// loom::Error for a non-positive extent or scale, or more than kMaxResizeTaps taps.
 ResampleTaps resize_taps(int64_t in, int64_t out, double scale, const ResizeOptions& opt, double roi_start = 0.0,
                          double roi_end = 1.0);
 
