@@ -223,6 +223,9 @@ Tensor resample(const Tensor& x, const Tensor& indices, const Tensor& weights, i
         Expr term = weights({o, int_const(t)}) * detail::convert(wt, read(t));
         v = v.defined() ? v + term : term;
       }
+      // Integers: rounded (halves to even) and saturated, as ONNX's Resize casts back.
+      if (!xt.is_float())
+        v = max(min(round(v), detail::convert(wt, max_value(xt))), detail::convert(wt, min_value(xt)));
       v = detail::convert(xt, v);
     }
     if (extrapolation_value) v = select(index(0) < 0, detail::const_of(xt, *extrapolation_value), v);

@@ -39,7 +39,7 @@ struct Pb {
   Pb& m(int field, const Pb& v) { return s(field, v.b); }
 };
 
-enum ElemType : int64_t { kFloat = 1, kInt32 = 6, kInt64 = 7, kBool = 9, kDouble = 11 };
+enum ElemType : int64_t { kFloat = 1, kUInt8 = 2, kInt32 = 6, kInt64 = 7, kBool = 9, kDouble = 11 };
 
 template <typename T>
 std::string bytes_of(const std::vector<T>& v) {

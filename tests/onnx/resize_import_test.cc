@@ -126,6 +126,36 @@ TEST(ResizeImport, NearestOfIntegersAndCubicOfDoubles) {
   EXPECT_EQ(count_ops(g, "resample"), 0) << "same sizes under half_pixel: nothing to do";
 }
 
+TEST(ResizeImport, IntegersInterpolateInFloatThenRoundAndSaturate) {
+  REQUIRE_FRONTEND();
+  // uint8 [0, 255] -> 4, linear half_pixel: 0, 63.75, 191.25, 255 -> 0, 64, 191, 255.
+  ModelPb m = resize_model({1, 2}, {"", "", "sizes"}, {ints_tensor("sizes", {2}, {1, 4})},
+                           {attr_str("mode", "linear")}, kUInt8);
+  run_both(m, NDArray::from_vector(std::vector<double>{0, 255}, {1, 2}, DataType::UInt(8)), {0, 64, 191, 255});
+  // Cubic overshoots past 255 and below 0 at a step; 2-D, rounded once after both axes.
+  ModelPb c = resize_model({1, 1, 2, 4}, {"", "scales"}, {floats_tensor("scales", {4}, {1, 1, 1.5f, 2})},
+                           {attr_str("mode", "cubic")}, kUInt8);
+  Graph g = graph_opt::import_onnx_bytes(c.bytes(), "m.onnx");
+  EXPECT_EQ(count_ops(g, "round"), 1);
+  NDArray x = NDArray::from_vector(std::vector<double>{0, 0, 255, 255, 0, 0, 255, 255}, {1, 1, 2, 4}, DataType::UInt(8));
+  NDArray y = graph_opt::run_reference(g, {x}).at(0);
+  double lo = 1e9, hi = -1e9;
+  for (int64_t k = 0; k < y.numel(); ++k) lo = std::min(lo, y.get(k)), hi = std::max(hi, y.get(k));
+  EXPECT_EQ(lo, 0);
+  EXPECT_EQ(hi, 255);
+  // The same in float: the overshoot the integers saturate.
+  ModelPb f = resize_model({1, 1, 2, 4}, {"", "scales"}, {floats_tensor("scales", {4}, {1, 1, 1.5f, 2})},
+                           {attr_str("mode", "cubic")});
+  NDArray yf = graph_opt::run_reference(graph_opt::import_onnx_bytes(f.bytes(), "m.onnx"),
+                                        {NDArray::from_vector(std::vector<double>{0, 0, 255, 255, 0, 0, 255, 255},
+                                                              {1, 1, 2, 4}, DataType::Float(32))})
+                   .at(0);
+  std::vector<double> want;
+  for (int64_t k = 0; k < yf.numel(); ++k) want.push_back(std::clamp(std::nearbyint(yf.get(k)), 0.0, 255.0));
+  expect_values(y, want, 0, "uint8 cubic");
+  expect_values(run_compiled(g, {x}).at(0), want, 0, "uint8 cubic compiled");
+}
+
 TEST(ResizeImport, Upsample) {
   REQUIRE_FRONTEND();
   // Upsample-9 (scales input) nearest: every pixel repeated.
@@ -171,10 +201,6 @@ TEST(ResizeImport, Errors) {
   // sizes not fitting the rank.
   ModelPb rank = resize_model({1, 4}, {"", "", "sizes"}, {ints_tensor("sizes", {3}, {1, 8, 2})}, {});
   EXPECT_HAS(import_error(rank.bytes()), "sizes has 3 values for 2 resized axes");
-  // Interpolating integers.
-  ModelPb ints = resize_model({1, 4}, {"", "scales"}, {floats_tensor("scales", {2}, {1, 2})},
-                              {attr_str("mode", "linear")}, kInt32);
-  EXPECT_HAS(import_error(ints.bytes()), "interpolating int32 data");
   // Scales computed at run time.
   ModelPb dyn;
   dyn.inputs = {value("x", {1, 4}), value("scales", {2})};

@@ -276,6 +276,21 @@ TEST(Resize, NearestOfIntegersIsExact) {
   expect_close(in.eval(ops::resample(x, idx, Tensor(), -1)), want, 0.0);
 }
 
+TEST(Resize, WeightedIntegersRoundHalvesToEvenAndSaturate) {
+  Inputs in;
+  Tensor x = ph({2, 3}, "x", DataType::Int(8)), idx = ph({3, 2}, "i", DataType::Int(32)), w = ph({3, 2}, "w");
+  Ref rx({2, 3}), ri({3, 2}), rw({3, 2});
+  rx.v = {100, 120, -7, 1, 2, 3};
+  ri.v = {0, 1, 1, 2, 0, 0};
+  rw.v = {0.5, 0.5, 0.5, 0.5, 1.5, 0.0};  // 110, 56.5, 150 (saturates); 1.5, 2.5, 1.5
+  in.set(x, rx);
+  in.set(idx, ri);
+  in.set(w, rw);
+  Ref want({2, 3});
+  want.v = {110, 56, 127, 2, 2, 2};
+  expect_close(in.eval(ops::resample(x, idx, w, 1)), want, 0.0);
+}
+
 TEST(Resize, RegistryResampleAndErrors) {
   const ops::OpDef& d = ops::get_op("resample");
   EXPECT_EQ(d.pattern, ops::OpPattern::kInjective);

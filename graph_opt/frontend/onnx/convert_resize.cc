@@ -1,7 +1,7 @@
 // Converters of ONNX's Resize (opsets 10 to 19) and Upsample (7, 9): the output extent and
 // scale of every axis are worked out at import, each resized axis's taps computed on the host
 // (te::ops::resize_taps) and one resample emitted per axis, its index and weight tables
-// constants.
+// constants. Integer data is interpolated in floating point, rounded and saturated.
 #include <fmt/ranges.h>
 
 #include <cmath>
@@ -27,42 +27,66 @@ std::vector<double> float_values(const runtime::NDArray& a) {
 }
 
 /// Resamples `x` along every axis whose taps are not the identity; `opt_of(d)` gives axis d's
-/// options (Upsample's nearest rounding depends on the direction).
+/// options (Upsample's nearest rounding depends on the direction). Integer data that some axis
+/// interpolates is resampled in floating point, then rounded (halves to even) and saturated
+/// once, as ONNX's reference casts back.
 Value resample_axes(Importer& im, Value x, const std::vector<AxisResize>& axes,
                     const std::function<ops::ResizeOptions(size_t)>& opt_of, std::optional<double> extrapolation) {
   const DataType dt = im.type(x).dtype;
-  const DataType wt = dt == DataType::Float(64) ? DataType::Float(64) : DataType::Float(32);
+  struct Axis {
+    size_t dim;
+    ops::ResampleTaps taps;
+    bool weighted, outside;
+  };
+  std::vector<Axis> resampled;
+  bool weighted = false;
   for (size_t d = 0; d < axes.size(); ++d) {
     const AxisResize& a = axes[d];
-    const ops::ResizeOptions opt = opt_of(d);
-    ops::ResampleTaps taps;
+    Axis r{d, {}, false, false};
     try {
-      taps = ops::resize_taps(a.in, a.out, a.scale, opt, a.roi_start, a.roi_end);
+      r.taps = ops::resize_taps(a.in, a.out, a.scale, opt_of(d), a.roi_start, a.roi_end);
     } catch (const Error& e) {
       im.invalid(fmt::format("axis {}: {}", d, e.what()));
     }
-    if (taps.identity(a.in)) continue;
-    bool unit = taps.taps == 1, outside = false;
-    for (size_t k = 0; k < taps.index.size(); ++k) {
-      outside = outside || taps.index[k] < 0;
-      unit = unit && taps.weight[k] == 1.0;
+    if (r.taps.identity(a.in)) continue;
+    r.weighted = r.taps.taps != 1;
+    for (size_t k = 0; k < r.taps.index.size(); ++k) {
+      r.outside = r.outside || r.taps.index[k] < 0;
+      r.weighted = r.weighted || r.taps.weight[k] != 1.0;
     }
-    if (!dt.is_float() && !unit)
-      im.unsupported(fmt::format("interpolating {} data (loom resizes integers with mode nearest only)", dt.str()));
-    runtime::NDArray index = runtime::NDArray::empty({taps.out, taps.taps}, DataType::Int(32));
-    std::copy(taps.index.begin(), taps.index.end(), index.data<int32_t>());
-    std::vector<Value> inputs = {x, im.constant(index, fmt::format("index{}", d))};
-    if (!unit || outside) {
-      runtime::NDArray weight = runtime::NDArray::empty({taps.out, taps.taps}, wt);
-      for (size_t k = 0; k < taps.weight.size(); ++k) weight.set(int64_t(k), taps.weight[k]);
-      inputs.push_back(im.constant(weight, fmt::format("weight{}", d)));
+    weighted = weighted || r.weighted || r.outside;
+    resampled.push_back(std::move(r));
+  }
+  const bool via_float = weighted && !dt.is_float();
+  if (via_float && dt.is_bool()) im.unsupported("interpolating bool data (nearest resizes it)");
+  // float32 weights, except for float64 data and integers float32 does not hold exactly.
+  const DataType wt = dt == DataType::Float(64) || (via_float && dt.bits() > 16) ? DataType::Float(64)
+                                                                                   : DataType::Float(32);
+  if (via_float) x = im.op("cast", {x}, {{"dtype", wt.str()}});
+  for (const Axis& r : resampled) {
+    runtime::NDArray index = runtime::NDArray::empty({r.taps.out, r.taps.taps}, DataType::Int(32));
+    std::copy(r.taps.index.begin(), r.taps.index.end(), index.data<int32_t>());
+    std::vector<Value> inputs = {x, im.constant(index, fmt::format("index{}", r.dim))};
+    if (r.weighted || r.outside) {
+      runtime::NDArray weight = runtime::NDArray::empty({r.taps.out, r.taps.taps}, wt);
+      for (size_t k = 0; k < r.taps.weight.size(); ++k) weight.set(int64_t(k), r.taps.weight[k]);
+      inputs.push_back(im.constant(weight, fmt::format("weight{}", r.dim)));
     }
-    te::ops::Attrs attrs = {{"axis", int64_t(d)}};
-    if (outside && extrapolation) {
+    te::ops::Attrs attrs = {{"axis", int64_t(r.dim)}};
+    if (r.outside && extrapolation) {
       attrs["extrapolate"] = int64_t(1);
       attrs["extrapolation_value"] = *extrapolation;
     }
     x = im.op("resample", inputs, attrs);
+  }
+  if (via_float) {
+    const int bits = dt.bits();
+    const double lo = dt.is_uint() ? 0.0 : -std::ldexp(1.0, bits - 1);
+    double hi = std::ldexp(1.0, dt.is_uint() ? bits : bits - 1);  // one past the largest
+    hi = bits < 53 ? hi - 1 : std::nextafter(hi, 0.0);          // 64-bit: the largest double below
+    x = im.op("round", {x});
+    x = im.op("clip", {x}, {{"min", lo}, {"max", hi}});
+    x = im.op("cast", {x}, {{"dtype", dt.str()}});
   }
   return x;
 }

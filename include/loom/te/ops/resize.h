@@ -70,7 +70,7 @@ ResampleTaps resize_taps(int64_t in, int64_t out, double scale, const ResizeOpti
 
 /// x resampled along `axis`: out[..., o, ...] = sum_t weights[o, t] * x[..., indices[o, t], ...],
 /// with indices [O, T] int32 and weights [O, T] floating point (computed in the weights' dtype,
-/// converted to x's), or without weights (undefined) the single tap indices[o, 0] read as is
+/// converted to x's; integers rounded, halves to even, and saturated), or without weights (undefined) the single tap indices[o, 0] read as is
 /// (nearest; any dtype). With an `extrapolation_value`, a position whose first index is
 /// negative takes it. Indices outside [0, extent) are clamped. Tag "injective".
 Tensor resample(const Tensor& x, const Tensor& indices, const Tensor& weights, int axis,
