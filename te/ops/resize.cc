@@ -37,6 +37,8 @@ double source_coordinate(double x, int64_t in, int64_t out, double scale, const 
       return out_width == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
     case CoordinateMode::kHalfPixel:
       return (x + 0.5) / scale - 0.5;
+    case CoordinateMode::kTfHalfPixelForNn:
+      return (x + 0.5) / scale;
     case CoordinateMode::kHalfPixelSymmetric: {
       const double adjustment = double(out) / out_width;
       const double offset = double(in) / 2 * (1 - adjustment);

@@ -192,6 +192,19 @@ TEST(ResizeImport, Resize10RoundsNearestUpWhenShrinking) {
   run_both(m, iota({1, 5}), {0, 2, 4});
 }
 
+TEST(ResizeImport, TfHalfPixelForNnOfOpset11) {
+  REQUIRE_FRONTEND();
+  // tf2onnx's nearest at opset 11: sources (x + 0.5) / 2 = 0.25, 0.75, 1.25, 1.75, rounded
+  // (round_prefer_floor) to 0, 1, 1, 2 (the edge: 1).
+  ModelPb m = resize_model({1, 2}, {"roi", "scales"}, {floats_tensor("roi", {0}, {}), floats_tensor("scales", {2}, {1, 2})},
+                           {attr_str("mode", "nearest"), attr_str("coordinate_transformation_mode", "tf_half_pixel_for_nn")});
+  m.opset = 11;
+  REQUIRE_OPSET(m);
+  run_both(m, NDArray::from_vector(std::vector<double>{5, 9}, {1, 2}, DataType::Float(32)), {5, 9, 9, 9});
+  m.opset = 13;
+  EXPECT_HAS(import_error(m.bytes()), "'tf_half_pixel_for_nn' was removed in opset 13");
+}
+
 TEST(ResizeImport, Errors) {
   REQUIRE_FRONTEND();
   // Both scales and sizes.

@@ -66,6 +66,7 @@ double naive_1d(const std::vector<double>& data, const AxisSpec& a, double x, co
     case CoordinateMode::kAsymmetric: xo = x / a.scale; break;
     case CoordinateMode::kPytorchHalfPixel: xo = ow == 1 ? -0.5 : (x + 0.5) / a.scale - 0.5; break;
     case CoordinateMode::kHalfPixel: xo = (x + 0.5) / a.scale - 0.5; break;
+    case CoordinateMode::kTfHalfPixelForNn: xo = (x + 0.5) / a.scale; break;
     case CoordinateMode::kHalfPixelSymmetric:
       xo = double(in) / 2 * (1 - double(a.out) / ow) + (x + 0.5) / a.scale - 0.5;
       break;
@@ -164,9 +165,9 @@ void check(Shape xs, AxisSpec h, AxisSpec w, ResizeOptions o, double ev = 0.0, D
 AxisSpec by_scale(int64_t in, double s) { return {int64_t(std::floor(double(in) * s)), s}; }
 AxisSpec by_size(int64_t in, int64_t out) { return {out, double(out) / double(in)}; }
 
-const CoordinateMode kCoords[] = {CoordinateMode::kHalfPixel,    CoordinateMode::kHalfPixelSymmetric,
+const CoordinateMode kCoords[] = {CoordinateMode::kHalfPixel,        CoordinateMode::kHalfPixelSymmetric,
                                   CoordinateMode::kPytorchHalfPixel, CoordinateMode::kAlignCorners,
-                                  CoordinateMode::kAsymmetric};
+                                  CoordinateMode::kAsymmetric,       CoordinateMode::kTfHalfPixelForNn};
 
 TEST(Resize, NearestEveryRoundingAndCoordinateMode) {
   for (NearestRounding r : {NearestRounding::kRoundPreferFloor, NearestRounding::kRoundPreferCeil,

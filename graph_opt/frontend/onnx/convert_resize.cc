@@ -98,8 +98,10 @@ ops::CoordinateMode coordinate_mode(Importer& im, const std::string& s) {
   if (s == "align_corners") return ops::CoordinateMode::kAlignCorners;
   if (s == "asymmetric") return ops::CoordinateMode::kAsymmetric;
   if (s == "tf_crop_and_resize") return ops::CoordinateMode::kTfCropAndResize;
-  if (s == "tf_half_pixel_for_nn")
-    im.unsupported("coordinate_transformation_mode 'tf_half_pixel_for_nn' (removed from ONNX in opset 13)");
+  if (s == "tf_half_pixel_for_nn") {
+    if (im.opset() >= 13) im.invalid("coordinate_transformation_mode 'tf_half_pixel_for_nn' was removed in opset 13");
+    return ops::CoordinateMode::kTfHalfPixelForNn;
+  }
   im.invalid(fmt::format("coordinate_transformation_mode '{}' is not one ONNX defines", s));
 }
 

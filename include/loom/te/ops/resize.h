@@ -23,13 +23,15 @@ enum class ResizeMode : uint8_t { kNearest, kLinear, kCubic };
 ///   kAsymmetric           x / scale
 ///   kTfCropAndResize      the region [roi_start, roi_end] of the input (fractions), outputs
 ///                         outside [0, in - 1] take the extrapolation value
+///   kTfHalfPixelForNn     (x + 0.5) / scale (ONNX opsets 11 and 12, as tf2onnx wrote nearest)
 enum class CoordinateMode : uint8_t {
   kHalfPixel,
   kHalfPixelSymmetric,
   kPytorchHalfPixel,
   kAlignCorners,
   kAsymmetric,
-  kTfCropAndResize
+  kTfCropAndResize,
+  kTfHalfPixelForNn
 };
 
 /// Which neighbour nearest mode picks for a source coordinate between two pixels.
