@@ -107,7 +107,7 @@ ops::CoordinateMode coordinate_mode(Importer& im, const std::string& s) {
 
 ops::ResizeMode resize_mode(Importer& im, const std::string& s) {
   if (s == "nearest") return ops::ResizeMode::kNearest;
-  if (s == "linear" || s == "bilinear") return ops::ResizeMode::kLinear;  // Upsample-7 wrote "bilinear"
+  if (s == "linear" || (s == "bilinear" && im.node().op_type() == "Upsample")) return ops::ResizeMode::kLinear;
   if (s == "cubic") return ops::ResizeMode::kCubic;
   im.invalid(fmt::format("mode '{}' is not one of nearest, linear, cubic", s));
 }
