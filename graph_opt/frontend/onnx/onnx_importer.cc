@@ -65,6 +65,10 @@ const std::map<std::string, Converter>& converters() {
     add_logic_converters(m);
     add_window_converters(m);
     add_normalization_converters(m);
+    add_resize_converters(m);
+    add_einsum_converters(m);
+    add_control_flow_converters(m);
+    add_grid_converters(m);
     add_quant_converters(m);
     add_recurrent_converters(m);
     add_softmax_converters(m);
@@ -81,7 +85,7 @@ Importer::Importer(const onnx::ModelProto& model, std::string source, std::strin
 
 std::string Importer::where() const {
   if (!node_) return "onnx: " + source_;
-  return fmt::format("onnx: {}: node #{} '{}' ({})", source_, node_index_, node_->name(), node_->op_type());
+  return fmt::format("onnx: {}{}: node #{} '{}' ({})", source_, scope_, node_index_, node_->name(), node_->op_type());
 }
 
 void Importer::unsupported(const std::string& what) const { throw OnnxUnsupported(where() + ": " + what); }
@@ -412,31 +416,38 @@ void Importer::add_graph_inputs() {
   }
 }
 
-std::vector<int> Importer::node_order() const {
+std::vector<int> Importer::node_order(const onnx::GraphProto& g) const {
   // Kahn's algorithm, preferring the file's order; every input must be a graph input, an
-  // initializer or some node's output.
-  const int n = graph_.node_size();
+  // initializer or some node's output (or, in a subgraph, an outer scope's value). The values a
+  // node's subgraphs read from outside count as its inputs.
+  const int n = g.node_size();
   std::map<std::string, int> producer;
   for (int i = 0; i < n; ++i)
-    for (const auto& o : graph_.node(i).output()) {
+    for (const auto& o : g.node(i).output()) {
       if (o.empty()) continue;
-      auto node_where = [&](int k) { return fmt::format("node #{} '{}' ({})", k, graph_.node(k).name(), graph_.node(k).op_type()); };
-      LOOM_CHECK(!values_.count(o), "onnx: {}: {} writes '{}', which is also a graph input or initializer", source_,
+      auto node_where = [&](int k) { return fmt::format("node #{} '{}' ({})", k, g.node(k).name(), g.node(k).op_type()); };
+      LOOM_CHECK(!values_.count(o), "onnx: {}{}: {} writes '{}', which is also a graph input or initializer", source_, scope_,
                  node_where(i), o);
       auto [it, fresh] = producer.emplace(o, i);
-      LOOM_CHECK(fresh, "onnx: {}: value '{}' is written by {} and by {}", source_, o, node_where(it->second), node_where(i));
+      LOOM_CHECK(fresh, "onnx: {}{}: value '{}' is written by {} and by {}", source_, scope_, o, node_where(it->second), node_where(i));
     }
   std::vector<std::vector<int>> users(static_cast<size_t>(n));
   std::vector<int> pending(size_t(n), 0);
   for (int i = 0; i < n; ++i) {
-    const auto& nd = graph_.node(i);
-    for (int k = 0; k < nd.input_size(); ++k) {
-      const std::string& in = nd.input(k);
+    const auto& nd = g.node(i);
+    std::vector<std::string> inputs(nd.input().begin(), nd.input().end());
+    const size_t explicit_inputs = inputs.size();
+    for (const std::string& outer : outer_references(nd)) inputs.push_back(outer);
+    std::set<int> producers;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const std::string& in = inputs[k];
       if (in.empty() || values_.count(in) || empty_.count(in) || empty_inputs_.count(in)) continue;
       auto it = producer.find(in);
       LOOM_CHECK(it != producer.end(),
-                 "onnx: {}: node #{} '{}' ({}): input {} '{}' is not a graph input, an initializer or any node's output",
-                 source_, i, nd.name(), nd.op_type(), k, in);
+                 "onnx: {}{}: node #{} '{}' ({}): {} '{}' is not a graph input, an initializer or any node's output",
+                 source_, scope_, i, nd.name(), nd.op_type(),
+                 k < explicit_inputs ? fmt::format("input {}", k) : std::string("the value its subgraph reads"), in);
+      if (!producers.insert(it->second).second) continue;
       users[size_t(it->second)].push_back(i);
       ++pending[size_t(i)];
     }
@@ -455,14 +466,14 @@ std::vector<int> Importer::node_order() const {
   if (int(order.size()) != n) {
     for (int i = 0; i < n; ++i)
       if (pending[size_t(i)] > 0)
-        fail("onnx: {}: node #{} '{}' ({}) is on a cycle (or depends on one): its inputs are never all computed", source_,
-             i, graph_.node(i).name(), graph_.node(i).op_type());
+        fail("onnx: {}{}: node #{} '{}' ({}) is on a cycle (or depends on one): its inputs are never all computed", source_,
+             scope_, i, g.node(i).name(), g.node(i).op_type());
   }
   return order;
 }
 
-void Importer::convert(int index) {
-  node_ = &graph_.node(index);
+void Importer::convert(const onnx::GraphProto& g, int index) {
+  node_ = &g.node(index);
   node_index_ = index;
   attrs_read_.clear();
   hint_counter_ = 0;
@@ -547,7 +558,7 @@ Graph Importer::run() {
   int64_t constant_bytes = 0;
   for (const auto& [node, a] : constants_) constant_bytes += int64_t(a.nbytes());
   fold_budget_ = FoldBudget(FoldLimits{}, constant_bytes);
-  for (int i : node_order()) convert(i);
+  for (int i : node_order(graph_)) convert(graph_, i);
   set_graph_outputs();
   try {
     // Nodes left unread by the rewrites above (a reshape an operator moved before) go.

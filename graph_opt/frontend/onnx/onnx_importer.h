@@ -74,6 +74,12 @@ class Importer {
   std::vector<int64_t> attr_ints(const std::string& name, std::optional<std::vector<int64_t>> def = std::nullopt);
   std::vector<double> attr_floats(const std::string& name);
   const onnx::TensorProto& attr_tensor(const std::string& name);
+  /// A graph attribute (If's branches).
+  const onnx::GraphProto& attr_graph(const std::string& name);
+  /// Imports subgraph `g` (without inputs) inline: its initializers and nodes join the graph
+  /// being built, its nodes reading outer-scope values by name, and its outputs become the
+  /// current node's, in order. `scope` names it in messages ("then_branch").
+  void import_subgraph_as_outputs(const onnx::GraphProto& g, const std::string& scope);
   /// Marks an attribute handled without reading it (e.g. one that only matters for types loom lacks).
   void ignore_attr(const std::string& name);
 
@@ -124,8 +130,8 @@ class Importer {
   const onnx::AttributeProto& attr_of(const std::string& name, onnx::AttributeProto_AttributeType type);
   void resolve_input_shapes();
   void add_graph_inputs();
-  std::vector<int> node_order() const;
-  void convert(int index);
+  std::vector<int> node_order(const onnx::GraphProto& g) const;
+  void convert(const onnx::GraphProto& g, int index);
   void set_graph_outputs();
 
   const onnx::ModelProto& model_;
@@ -142,6 +148,7 @@ class Importer {
   std::map<int, Value> reshaped_from_;               // reshape node index -> its input
   const onnx::NodeProto* node_ = nullptr;
   int node_index_ = -1;
+  std::string scope_;  // ": node #3 'if1' (If): then_branch" inside a subgraph
   std::set<std::string> attrs_read_;
   int hint_counter_ = 0;
   FoldBudget fold_budget_;
@@ -169,7 +176,14 @@ void add_reduce_converters(std::map<std::string, Converter>& out);
 void add_logic_converters(std::map<std::string, Converter>& out);
 void add_window_converters(std::map<std::string, Converter>& out);
 void add_normalization_converters(std::map<std::string, Converter>& out);
+void add_resize_converters(std::map<std::string, Converter>& out);
+void add_einsum_converters(std::map<std::string, Converter>& out);
+void add_control_flow_converters(std::map<std::string, Converter>& out);
+void add_grid_converters(std::map<std::string, Converter>& out);
 void add_quant_converters(std::map<std::string, Converter>& out);
+
+/// The names node `n`'s subgraphs (recursively) read from outside themselves.
+std::vector<std::string> outer_references(const onnx::NodeProto& n);
 
 /// ONNX's MatMul of `a` and `b` (ONNX shapes `sa` and `sb`: numpy's matmul, 1-D operands
 /// promoted and their dim dropped, batch dims broadcast) as matmul or batch_matmul; the result

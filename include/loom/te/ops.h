@@ -27,6 +27,8 @@
 #include "loom/te/tensor.h"
 #include "loom/te/ops/quantize.h"
 #include "loom/te/ops/softmax_family.h"
+#include "loom/te/ops/grid_sample.h"
+#include "loom/te/ops/resize.h"
 
 namespace loom::te::ops {
 
