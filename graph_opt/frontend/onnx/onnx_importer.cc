@@ -51,6 +51,7 @@ const std::map<std::string, Converter>& converters() {
     add_nn_converters(m);
     add_elementwise_converters(m);
     add_transform_converters(m);
+    add_attention_converters(m);
     return m;
   }();
   return table;

@@ -145,6 +145,7 @@ const std::map<std::string, Converter>& converters();
 void add_nn_converters(std::map<std::string, Converter>& out);
 void add_elementwise_converters(std::map<std::string, Converter>& out);
 void add_transform_converters(std::map<std::string, Converter>& out);
+void add_attention_converters(std::map<std::string, Converter>& out);
 
 /// The bytes of the model or tensor file at `path`: a regular file under protobuf's 2 GiB
 /// limit, else loom::Error saying what it is.
