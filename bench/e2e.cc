@@ -1,7 +1,9 @@
 // End to end against ONNX Runtime: ResNet-18, MobileNetV2 and a BERT-base encoder layer
 // (python/export_models.py: onnx.helper, deterministic weights), batch 1, imported from ONNX
 // and compiled by loom three ways, next to ONNX Runtime's CPU provider with all graph
-// optimizations, in one run. The builder models resnet18_builder and mobilenet_v2_builder are
+// optimizations, in one run. The real-model corpus's models (tests/onnx/corpus.json, exported by
+// other projects' tools and shipped in PyPI wheels) run the same way, with the input shapes the
+// corpus fixes (gen_corpus_cases.py --static). The builder models resnet18_builder and mobilenet_v2_builder are
 // the graph builder's (examples/models/models.cc, its own weights): loom compiles its model
 // file (MODEL_DIR/<model>.json, saved when missing) and ONNX Runtime runs that file converted by
 // python/graph_to_onnx.py (MODEL_DIR/<model>.onnx). The variants:
@@ -57,6 +59,23 @@ const std::vector<std::string> kModels = {"resnet18", "mobilenet_v2", "bert_laye
 
 bool is_builder_model(const std::string& model) { return model.ends_with("_builder"); }
 
+/// The real-model corpus (tests/onnx/corpus.json): models other projects exported, from PyPI wheels.
+const std::vector<std::string>& corpus_models() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    std::ifstream in(LOOM_SOURCE_DIR "/tests/onnx/corpus.json");
+    if (!in) return v;
+    const nlohmann::json corpus = nlohmann::json::parse(in);
+    for (const auto& m : corpus.at("models")) v.push_back(m.at("name").get<std::string>());
+    return v;
+  }();
+  return names;
+}
+
+bool is_corpus_model(const std::string& model) {
+  return std::find(corpus_models().begin(), corpus_models().end(), model) != corpus_models().end();
+}
+
 struct Options {
   std::vector<std::string> models = {"resnet18", "mobilenet_v2", "bert_layer"};
   std::vector<int> threads = {1, 2};
@@ -98,7 +117,9 @@ cli::Command command() {
       "are those of resnet18 and mobilenet_v2: a copy or link of their logs serves).";
   c.options = {
       {"--models", "LIST",
-       "resnet18, mobilenet_v2, bert_layer, resnet18_builder, mobilenet_v2_builder (default: the first three)"},
+       "resnet18, mobilenet_v2, bert_layer, resnet18_builder, mobilenet_v2_builder, or a model of the real-model "
+       "corpus (tests/onnx/corpus.json: ppocr_v4_rec, nudenet_320n, ddddocr_common, ...; its wheel downloaded into "
+       "--model-dir/wheels, its input shapes fixed) (default: the first three)"},
       {"--threads", "LIST", "thread counts of loom and ONNX Runtime (default 1,2)"},
       {"--variants", "LIST", "any of untuned,tuned64,tuned_long (default all; a tuned one without its log is skipped)"},
       {"--repeat", "N", "timed runs of each, the median reported (default 50)"},
@@ -124,8 +145,9 @@ Options options_from(const cli::Args& a) {
   Options o;
   if (a.has("--models")) o.models = bench::split_list(a.str("--models"), ',');
   for (const auto& m : o.models)
-    if (std::find(kModels.begin(), kModels.end(), m) == kModels.end())
-      a.usage_error("--models: unknown model '{}'", m);
+    if (std::find(kModels.begin(), kModels.end(), m) == kModels.end() && !is_corpus_model(m))
+      a.usage_error("--models: unknown model '{}' (the models: {}, {})", m, fmt::join(kModels, ", "),
+                    fmt::join(corpus_models(), ", "));
   bench::int_list_option(a, "--threads", &o.threads);
   for (int t : o.threads)
     if (t < 1 || t > 256) a.usage_error("--threads: {} is not a thread count", t);
@@ -283,6 +305,14 @@ ModelFiles model_files(const Options& o, const std::string& model) {
   const fs::path dir(o.model_dir);
   ModelFiles f{(dir / (model + ".onnx")).string(), (dir / (model + ".input_0.npy")).string(), ""};
   fs::create_directories(dir);
+  if (is_corpus_model(model)) {
+    f.loom = f.onnx;
+    if (!fs::exists(f.onnx) || !fs::exists(f.input))
+      run_or_fail(fmt::format("{} {} {} --static --all --only {} --wheels {}", quote(o.python),
+                              quote(LOOM_SOURCE_DIR "/tests/onnx/gen_corpus_cases.py"), quote(o.model_dir), model,
+                              quote((dir / "wheels").string())));
+    return f;
+  }
   if (!is_builder_model(model)) {
     f.loom = f.onnx;
     if (!fs::exists(f.onnx) || !fs::exists(f.input))

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_mutators.h"
+#include "loom/graph_opt/onnx.h"
 
 namespace loom::fuzz {
 namespace {
@@ -337,45 +338,16 @@ void set_dims(Msg& t, const std::vector<int64_t>& dims) {
   for (Field& f : rest) t.fields.push_back(std::move(f));
 }
 
-const char* kOnnxOps[] = {"Conv",
-                          "ConvTranspose",
-                          "Gemm",
-                          "MatMul",
-                          "Add",
-                          "Sub",
-                          "Mul",
-                          "Div",
-                          "Relu",
-                          "Clip",
-                          "Sigmoid",
-                          "Tanh",
-                          "Erf",
-                          "Sqrt",
-                          "Pow",
-                          "BatchNormalization",
-                          "MaxPool",
-                          "AveragePool",
-                          "GlobalAveragePool",
-                          "Softmax",
-                          "LayerNormalization",
-                          "ReduceMean",
-                          "Reshape",
-                          "Flatten",
-                          "Transpose",
-                          "Concat",
-                          "Pad",
-                          "Squeeze",
-                          "Unsqueeze",
-                          "Gather",
-                          "Cast",
-                          "Shape",
-                          "Constant",
-                          "Expand",
-                          "Slice",
-                          "Loop",
-                          "If",
-                          "NoSuchOp",
-                          ""};
+/// The operator names a node may become: every one the importer converts (so the fuzzer
+/// follows the frontend as operators are added), and a few it does not.
+const std::vector<std::string>& onnx_op_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v = graph_opt::onnx_supported_ops();
+    for (const char* other : {"Loop", "Scan", "NoSuchOp", ""}) v.push_back(other);
+    return v;
+  }();
+  return names;
+}
 
 template <class V>
 auto& pick_from(V& v, Rng& rng) {
@@ -650,7 +622,7 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
     case 10: {  // another operator
       if (nodes.empty()) return "";
       Msg* n = pick_from(nodes, rng);
-      std::string op = kOnnxOps[rng.below(sizeof kOnnxOps / sizeof kOnnxOps[0])];
+      std::string op = onnx_op_names()[size_t(rng.below(onnx_op_names().size()))];
       n->set_str(node::op_type, op);
       bool ml = rng.chance(20);
       if (ml) n->set_str(node::domain, "ai.onnx.ml");

@@ -162,6 +162,17 @@ class ImportTest(unittest.TestCase):
         m = model([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [2])], [vi("y", [2])], opset=11)
         self.assert_error(m, "opset 11 is older than 13")
 
+    def test_quantization_errors_name_the_node(self):
+        s = numpy_helper.from_array(np.array([0.1, 0.2], np.float32), "s")
+        nodes = [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q", axis=1)]
+        m = model(nodes, [vi("x", [2, 3])], [vi("y", [2, 3], TensorProto.UINT8)], [s], opset=19)
+        self.assert_error(m, "node #0 'q' (QuantizeLinear)", "y_scale [2] is neither one value nor one per element of axis 1")
+        zp = numpy_helper.from_array(np.array([1], np.int8), "zp")
+        nodes = [helper.make_node("DequantizeLinear", ["x", "s1", "zp"], ["y"], name="dq")]
+        s1 = numpy_helper.from_array(np.array([0.5], np.float32), "s1")
+        m = model(nodes, [vi("x", [2, 3], TensorProto.UINT8)], [vi("y", [2, 3])], [s1, zp], opset=19)
+        self.assert_error(m, "node #0 'dq' (DequantizeLinear)", "x is uint8 but its zero point is int8")
+
     def test_non_constant_shape_input(self):
         nodes = [helper.make_node("Reshape", ["x", "s"], ["y"], name="dyn_reshape")]
         m = model(nodes, [vi("x", [2, 3]), vi("s", [2], TensorProto.INT64)], [vi("y", [3, 2])])

@@ -6,7 +6,7 @@
 // failed, K skipped"; exits 1 if any case failed.
 //
 //   loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized,compiled]
-//                        [--rtol R --atol A] [--timeout S]
+//                        [--rtol R --atol A] [--timeout S] [--jobs N]
 //
 // Execution modes (--modes; a case passes when every mode does): "reference", the imported
 // graph run node by node (graph_opt::run_reference, te::evaluate); "optimized", the graph
@@ -25,10 +25,15 @@
 // graph inputs are bound to the data set's values (OnnxImportOptions::bind_inputs).
 //
 // Skips: a case loom cannot run (a loom::Error from import or execution) is SKIP only when the
-// skip file lists it (a regex matching its whole name, then the reason); an unlisted error is
-// FAIL, as is a listed case that passes (so the list stays true). A wrong result is FAIL
-// whatever the list says. Each case runs in a child process, so a crash is a FAIL too.
+// skip file lists it (a regex matching its whole name, then the reason, under a `[category]`
+// line naming one of kCategories), or when the manifest says it uses an operator loom does not
+// import (onnx_supported_ops(); category "not-yet"); any other error is FAIL, as is a listed
+// case that passes (so the list stays true). A wrong result is FAIL whatever the list says.
+// Each case runs in a child process (--jobs at a time), so a crash is a FAIL too. The summary
+// counts the skips per category and names the operators not imported, by cases.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +45,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -61,27 +68,54 @@ namespace {
 /// loom's own tolerance (--rtol/--atol; float16 always 1e-3/1e-3).
 double g_rtol = 1e-4, g_atol = 1e-5;
 
+/// The categories a skipped case falls in: a short fixed list.
+struct Category {
+  const char* key;
+  const char* what;
+};
+constexpr Category kCategories[] = {
+    {"element-type", "element types loom does not compute (bfloat16, float8, float4, 4- and 2-bit integers, string, complex)"},
+    {"value-kind", "sequence, optional and map values"},
+    {"training-random", "training and random operators"},
+    {"control-flow", "control flow with a data-dependent trip count"},
+    {"empty-tensor", "tensors without elements (loom has none)"},
+    {"not-yet", "operators and attributes loom does not import yet"},
+};
+
 struct SkipRule {
   std::regex pattern;
-  std::string text, reason;
+  std::string text, reason, category;
 };
 
 std::vector<SkipRule> read_skips(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw loom::Error("cannot open skip file " + path);
   std::vector<SkipRule> rules;
-  std::string line;
+  std::string line, category;
   int n = 0;
   while (std::getline(in, line)) {
     ++n;
     size_t start = line.find_first_not_of(" \t");
     if (start == std::string::npos || line[start] == '#') continue;
+    if (line[start] == '[') {
+      size_t close = line.find(']', start);
+      category = line.substr(start + 1, close == std::string::npos ? std::string::npos : close - start - 1);
+      bool known = false;
+      for (const Category& c : kCategories) known = known || category == c.key;
+      if (!known) {
+        std::string keys;
+        for (const Category& c : kCategories) keys += std::string(keys.empty() ? "" : ", ") + c.key;
+        throw loom::Error(fmt::format("{}:{}: unknown category '{}' (the categories: {})", path, n, category, keys));
+      }
+      continue;
+    }
     size_t end = line.find_first_of(" \t", start);
     std::string pat = line.substr(start, end - start);
     std::string reason = end == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", end));
     if (reason.empty()) throw loom::Error(fmt::format("{}:{}: '{}' has no reason", path, n, pat));
+    if (category.empty()) throw loom::Error(fmt::format("{}:{}: '{}' comes before any [category] line", path, n, pat));
     try {
-      rules.push_back({std::regex(pat), pat, reason});
+      rules.push_back({std::regex(pat), pat, reason, category});
     } catch (const std::regex_error& e) {
       throw loom::Error(fmt::format("{}:{}: bad regex '{}': {}", path, n, pat, e.what()));
     }
@@ -141,14 +175,33 @@ Comparison compare(const NDArray& got, const NDArray& want, double case_rtol, do
                       got.get(first), want.get(first), is_float ? fmt::format(" (largest difference {:.3g})", worst) : "")};
 }
 
-/// The case's entry in the generator's manifest (graph input names, ONNX's tolerances).
-nlohmann::json manifest_entry(const fs::path& dir) {
-  std::ifstream in(dir.parent_path() / "manifest.json");
-  if (!in) throw std::runtime_error("no manifest.json next to " + dir.string());
+/// The generator's manifest entries (graph input names, operators, ONNX's tolerances) by case
+/// name, read once before the children fork.
+std::map<std::string, nlohmann::json> g_manifest;
+
+void read_manifest(const fs::path& cases_dir) {
+  std::ifstream in(cases_dir / "manifest.json");
+  if (!in) throw loom::Error("no manifest.json in " + cases_dir.string());
   nlohmann::json m = nlohmann::json::parse(in);
-  for (const auto& c : m.at("cases"))
-    if (c.at("name") == dir.filename().string()) return c;
-  throw std::runtime_error("manifest.json does not list " + dir.filename().string());
+  for (const auto& c : m.at("cases")) g_manifest[c.at("name").get<std::string>()] = c;
+}
+
+const nlohmann::json& manifest_entry(const fs::path& dir) {
+  auto it = g_manifest.find(dir.filename().string());
+  if (it == g_manifest.end()) throw std::runtime_error("manifest.json does not list " + dir.filename().string());
+  return it->second;
+}
+
+/// The case's operators that loom does not import (none when the manifest lists no operators).
+std::vector<std::string> ops_not_imported(const std::string& name, const std::set<std::string>& supported) {
+  std::vector<std::string> missing;
+  auto it = g_manifest.find(name);
+  if (it == g_manifest.end() || !it->second.contains("ops")) return missing;
+  for (const auto& op : it->second.at("ops")) {
+    const std::string o = op.get<std::string>();
+    if (!supported.count(o) && std::find(missing.begin(), missing.end(), o) == missing.end()) missing.push_back(o);
+  }
+  return missing;
 }
 
 /// The case's model file: model.onnx, or else loom's model.json.
@@ -158,19 +211,31 @@ fs::path model_file(const fs::path& dir) {
 
 /// Imports the case for one data set (a model.json is loaded as it is). A graph input that
 /// loom needs at import (a shape, axes, pads, clip bounds given as an input rather than an
-/// initializer) is bound to the data set's value, as TVM's freeze_params does; every other
-/// input stays an input.
-loom::graph_opt::Graph import_for(const fs::path& dir, const fs::path& set, const std::vector<std::string>& names) {
+/// initializer) is bound to the data set's value, as TVM's freeze_params does; so are the
+/// inputs the manifest entry lists under "bind" (the real-model corpus's sample rate, which an
+/// If branches on). With "fix_input_shapes" (the corpus's models, exported with symbolic dims)
+/// every input's shape is the data set's. Every other input stays an input.
+loom::graph_opt::Graph import_for(const fs::path& dir, const fs::path& set, const nlohmann::json& entry) {
   if (model_file(dir).extension() == ".json") return loom::graph_opt::load_graph(model_file(dir).string());
+  const auto names = entry.at("inputs").get<std::vector<std::string>>();
+  auto input_value = [&](const std::string& name) {
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) throw std::runtime_error("the manifest lists no graph input '" + name + "'");
+    return loom::graph_opt::read_onnx_tensor((set / fmt::format("input_{}.pb", it - names.begin())).string());
+  };
   loom::graph_opt::OnnxImportOptions opt;
+  if (entry.contains("bind"))
+    for (const auto& name : entry.at("bind")) opt.bind_inputs[name.get<std::string>()] = input_value(name.get<std::string>());
+  if (entry.value("fix_input_shapes", false))
+    for (const std::string& name : names)
+      if (!opt.bind_inputs.count(name)) opt.input_shapes[name] = input_value(name).shape();
   for (;;) {
     try {
       return loom::graph_opt::import_onnx((dir / "model.onnx").string(), opt);
     } catch (const loom::graph_opt::OnnxUnsupported& e) {
-      auto it = std::find(names.begin(), names.end(), e.constant_input);
-      if (e.constant_input.empty() || opt.bind_inputs.count(e.constant_input) || it == names.end()) throw;
-      opt.bind_inputs[e.constant_input] =
-          loom::graph_opt::read_onnx_tensor((set / fmt::format("input_{}.pb", it - names.begin())).string());
+      const std::string& name = e.constant_input;
+      if (name.empty() || opt.bind_inputs.count(name) || std::find(names.begin(), names.end(), name) == names.end()) throw;
+      opt.bind_inputs[name] = input_value(name);
     }
   }
 }
@@ -197,7 +262,7 @@ std::vector<NDArray> execute(const loom::graph_opt::Graph& g, const std::string&
 
 std::string run_case(const fs::path& dir, const std::string& mode, bool* loose) {
   using namespace loom::graph_opt;
-  const nlohmann::json entry = manifest_entry(dir);
+  const nlohmann::json& entry = manifest_entry(dir);
   const auto names = entry.at("inputs").get<std::vector<std::string>>();
   const double case_rtol = entry.at("onnx_rtol").get<double>(), case_atol = entry.at("onnx_atol").get<double>();
   std::vector<fs::path> sets;
@@ -206,7 +271,7 @@ std::string run_case(const fs::path& dir, const std::string& mode, bool* loose) 
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return "no test_data_set_N folder";
   for (const fs::path& set : sets) {
-    Graph g = import_for(dir, set, names);
+    Graph g = import_for(dir, set, entry);
     std::vector<NDArray> args;
     for (int node : g.input_nodes()) {
       const auto& t = g.nodes[size_t(node)].outputs[0];
@@ -236,10 +301,20 @@ std::string run_case(const fs::path& dir, const std::string& mode, bool* loose) 
   return "";
 }
 
-/// What a child reports: a status letter (P pass, W wrong result, E loom error) and a message.
-std::string run_in_child(const fs::path& dir, const std::vector<std::string>& modes, int timeout_s, int* status_out) {
+/// A case running in a child process: its pid and the read end of the pipe it reports on.
+struct Child {
+  pid_t pid = -1;
+  int fd = -1;
+  std::string msg;
+};
+
+/// Forks a child that runs the case and writes a status letter (P pass, L pass within the
+/// case's own tolerance, W wrong result, U unsupported, E loom error, X other exception) and a
+/// message to its pipe.
+Child start_child(const fs::path& dir, const std::vector<std::string>& modes, int timeout_s) {
   int fds[2];
   if (pipe(fds) != 0) throw loom::Error("pipe failed");
+  std::cout.flush();
   pid_t pid = fork();
   if (pid < 0) throw loom::Error("fork failed");
   if (pid == 0) {
@@ -274,21 +349,59 @@ std::string run_in_child(const fs::path& dir, const std::vector<std::string>& mo
     _exit(0);
   }
   close(fds[1]);
-  std::string msg;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, size_t(n));
-  close(fds[0]);
+  return {pid, fds[0], ""};
+}
+
+/// The child's report once its pipe is closed: reaps it and turns a signal into a C (crash) report.
+std::string finish_child(Child& c, int timeout_s) {
+  close(c.fd);
   int status = 0;
-  waitpid(pid, &status, 0);
-  *status_out = status;
+  waitpid(c.pid, &status, 0);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     return std::string("C") + (sig == SIGALRM ? fmt::format("timed out after {} s", timeout_s)
                                               : fmt::format("crashed with signal {} ({})", sig, strsignal(sig)));
   }
-  if (msg.empty()) return "Cexited without a result";
-  return msg;
+  if (c.msg.empty()) return "Cexited without a result";
+  return c.msg;
+}
+
+/// Runs every case, `jobs` children at a time; the reports in the order of `cases`.
+std::vector<std::string> run_all(const std::vector<fs::path>& cases, const std::vector<std::string>& modes, int timeout_s,
+                                 int jobs) {
+  std::vector<std::string> reports(cases.size());
+  std::map<size_t, Child> running;
+  size_t next = 0;
+  while (next < cases.size() || !running.empty()) {
+    while (next < cases.size() && int(running.size()) < jobs) {
+      running[next] = start_child(cases[next], modes, timeout_s);
+      ++next;
+    }
+    std::vector<pollfd> fds;
+    std::vector<size_t> which;
+    for (auto& [i, c] : running) {
+      fds.push_back({c.fd, POLLIN, 0});
+      which.push_back(i);
+    }
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      throw loom::Error(std::string("poll failed: ") + strerror(errno));
+    }
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Child& c = running.at(which[k]);
+      char buf[4096];
+      ssize_t n = read(c.fd, buf, sizeof buf);
+      if (n > 0) {
+        c.msg.append(buf, size_t(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      reports[which[k]] = finish_child(c, timeout_s);
+      running.erase(which[k]);
+    }
+  }
+  return reports;
 }
 
 }  // namespace
@@ -296,7 +409,7 @@ std::string run_in_child(const fs::path& dir, const std::vector<std::string>& mo
 int main(int argc, char** argv) {
   std::string cases_dir, skips_path, filter = ".*";
   std::string modes_arg = "reference,compiled";
-  int timeout_s = 120;
+  int timeout_s = 120, jobs = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -312,14 +425,15 @@ int main(int argc, char** argv) {
     else if (a == "--rtol") g_rtol = std::stod(value());
     else if (a == "--atol") g_atol = std::stod(value());
     else if (a == "--timeout") timeout_s = std::stoi(value());
+    else if (a == "--jobs") jobs = std::max(1, std::stoi(value()));
     else if (!a.empty() && a[0] != '-' && cases_dir.empty()) cases_dir = a;
     else {
-      std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized,compiled] [--rtol R --atol A] [--timeout S]\n";
+      std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized,compiled] [--rtol R --atol A] [--timeout S] [--jobs N]\n";
       return 2;
     }
   }
   if (cases_dir.empty() || skips_path.empty()) {
-    std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized,compiled] [--rtol R --atol A] [--timeout S]\n";
+    std::cerr << "usage: loom_onnx_node_tests CASES_DIR --skips FILE [--filter REGEX] [--modes reference,optimized,compiled] [--rtol R --atol A] [--timeout S] [--jobs N]\n";
     return 2;
   }
   std::vector<std::string> modes;
@@ -353,17 +467,28 @@ int main(int argc, char** argv) {
     std::cerr << "no cases (folders with model.onnx or model.json) under " << cases_dir << " match '" << filter << "'\n";
     return 2;
   }
+  try {
+    read_manifest(cases_dir);
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  }
+  std::set<std::string> supported;
+  for (const std::string& op : loom::graph_opt::onnx_supported_ops()) supported.insert(op);
   int passed = 0, failed = 0, skipped = 0;
+  std::map<std::string, int> skipped_by_category;
+  std::map<std::string, int> cases_by_missing_op;
   std::vector<bool> rule_used(skips.size(), false);
   const auto start = std::chrono::steady_clock::now();
-  for (const fs::path& dir : cases) {
-    const std::string name = dir.filename().string();
-    int status = 0;
-    std::string r = run_in_child(dir, modes, timeout_s, &status);
+  const std::vector<std::string> reports = run_all(cases, modes, timeout_s, jobs);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string name = cases[i].filename().string();
+    const std::string& r = reports[i];
     const char kind = r[0];
     const std::string msg = r.substr(1);
     const SkipRule* rule = listed(skips, name);
     if (rule) rule_used[size_t(rule - skips.data())] = true;
+    const std::vector<std::string> missing = ops_not_imported(name, supported);
     if ((kind == 'P' || kind == 'L') && !rule) {
       ++passed;
       std::cout << "PASS " << name << (kind == 'L' ? " (within the case's own tolerance only, ONNX's rtol 1e-3)" : "") << "\n";
@@ -373,7 +498,14 @@ int main(int argc, char** argv) {
                 << "' (remove it from the list)\n";
     } else if ((kind == 'U' || kind == 'E') && rule) {
       ++skipped;
-      std::cout << "SKIP " << name << ": " << rule->reason << " [" << msg << "]\n";
+      ++skipped_by_category[rule->category];
+      std::cout << "SKIP " << name << ": [" << rule->category << "] " << rule->reason << " [" << msg << "]\n";
+    } else if (kind == 'U' && !missing.empty()) {
+      ++skipped;
+      ++skipped_by_category["not-yet"];
+      for (const std::string& op : missing) ++cases_by_missing_op[op];
+      std::cout << "SKIP " << name << ": [not-yet] operator not imported: " << fmt::format("{}", fmt::join(missing, ", "))
+                << "\n";
     } else {
       ++failed;
       std::cout << "FAIL " << name << ": "
@@ -386,8 +518,23 @@ int main(int argc, char** argv) {
     if (!rule_used[i] && filter == ".*")
       std::cout << "note: skip rule '" << skips[i].text << "' matches no case\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << fmt::format("ONNX node tests: {} cases, modes {}, rtol {:g} atol {:g}, {:.0f} s\n", cases.size(), modes_arg,
+  std::cout << fmt::format("{}: {} cases, modes {}, rtol {:g} atol {:g}, {:.0f} s\n", fs::path(cases_dir).filename().string(), cases.size(), modes_arg,
                            g_rtol, g_atol, secs);
-  std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+  if (skipped) {
+    std::cout << "skipped, by category:\n";
+    for (const Category& c : kCategories)
+      if (skipped_by_category.count(c.key))
+        std::cout << fmt::format("  {:5} {} ({})\n", skipped_by_category[c.key], c.key, c.what);
+  }
+  if (!cases_by_missing_op.empty()) {
+    std::vector<std::pair<int, std::string>> by_count;
+    for (const auto& [op, n] : cases_by_missing_op) by_count.push_back({-n, op});
+    std::sort(by_count.begin(), by_count.end());
+    std::string list;
+    for (const auto& [n, op] : by_count) list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", op, -n);
+    std::cout << "operators not imported, by cases: " << list << "\n";
+  }
+  std::cout << fmt::format("{} passed ({:.1f}% of {} cases), {} failed, {} skipped\n", passed,
+                           cases.empty() ? 0.0 : 100.0 * passed / double(cases.size()), cases.size(), failed, skipped);
   return failed ? 1 : 0;
 }

@@ -226,22 +226,16 @@ class GraphToOnnxTest(unittest.TestCase):
 
 
 class NodeTestSelectionTest(unittest.TestCase):
-    def test_every_listed_operator_has_cases_and_none_is_dropped(self):
+    def test_every_node_case_is_kept(self):
         import warnings
         from onnx.backend.test.case.node import collect_testcases
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             cases = collect_testcases(None)
-        kept = [c for c in cases if gen_node_tests.selected(c)]
-        kept_ops = {op for c in kept for op in gen_node_tests.ops_of(c.model)}
-        self.assertEqual(kept_ops, set(gen_node_tests.SUPPORTED_OPS))
-        # Every single-node case of a listed operator is kept, and nothing else.
         for c in cases:
-            ops = gen_node_tests.ops_of(c.model)
-            if len(ops) == 1:
-                self.assertEqual(gen_node_tests.selected(c), ops[0] in gen_node_tests.SUPPORTED_OPS, c.name)
-        self.assertGreaterEqual(len(kept), 360)
+            self.assertEqual(gen_node_tests.selected(c), c.kind == "node" and c.model is not None, c.name)
+        self.assertGreaterEqual(sum(gen_node_tests.selected(c) for c in cases), 1800)
 
 
 if __name__ == "__main__":

@@ -194,10 +194,11 @@ void gemm(Importer& im) {
   im.set_output(0, y);
 }
 
-void matmul(Importer& im) {
-  std::vector<int64_t> a = im.input_shape(0), b = im.input_shape(1);
+}  // namespace
+
+Value matmul_nd(Importer& im, Value va, Value vb, std::vector<int64_t> a, std::vector<int64_t> b) {
+  const std::vector<int64_t> a_onnx = a, b_onnx = b;
   if (a.empty() || b.empty()) im.invalid("MatMul of a scalar");
-  Value va = im.input(0), vb = im.input(1);
   if (im.type(va).dtype != im.type(vb).dtype)
     im.invalid(fmt::format("A is {} but B is {}", im.type(va).dtype.str(), im.type(vb).dtype.str()));
   const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
@@ -205,7 +206,7 @@ void matmul(Importer& im) {
   if (b_vec) b = {b[0], 1};
   const int64_t M = a[a.size() - 2], K = a.back(), N = b.back();
   if (b[b.size() - 2] != K)
-    im.invalid(fmt::format("A {} and B {} do not agree on K", shape_str(im.input_shape(0)), shape_str(im.input_shape(1))));
+    im.invalid(fmt::format("A {} and B {} do not agree on K", shape_str(a_onnx), shape_str(b_onnx)));
   std::vector<int64_t> ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
   // The broadcast batch shape.
   const size_t nb = std::max(ba.size(), bb.size());
@@ -214,7 +215,7 @@ void matmul(Importer& im) {
     int64_t da = i < nb - ba.size() ? 1 : ba[i - (nb - ba.size())];
     int64_t db = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
     if (da != db && da != 1 && db != 1)
-      im.invalid(fmt::format("batch dims of A {} and B {} do not broadcast", shape_str(im.input_shape(0)), shape_str(im.input_shape(1))));
+      im.invalid(fmt::format("batch dims of A {} and B {} do not broadcast", shape_str(a_onnx), shape_str(b_onnx)));
     batch[i] = std::max(da, db);
   }
   std::vector<int64_t> out = batch;
@@ -243,7 +244,14 @@ void matmul(Importer& im) {
     Value a3 = to3(va, ba, M, K), b3 = to3(vb, bb, K, N);
     y = im.op("batch_matmul", {a3, b3});
   }
-  im.set_output(0, im.reshape(y, out), out.empty());
+  return im.reshape(y, out);
+}
+
+namespace {
+
+void matmul(Importer& im) {
+  Value y = matmul_nd(im, im.input(0), im.input(1), im.input_shape(0), im.input_shape(1));
+  im.set_output(0, y, im.input_shape(0).size() == 1 && im.input_shape(1).size() == 1);
 }
 
 void batch_norm(Importer& im) {

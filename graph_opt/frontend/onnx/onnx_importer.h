@@ -146,6 +146,12 @@ void add_nn_converters(std::map<std::string, Converter>& out);
 void add_elementwise_converters(std::map<std::string, Converter>& out);
 void add_transform_converters(std::map<std::string, Converter>& out);
 void add_attention_converters(std::map<std::string, Converter>& out);
+void add_quant_converters(std::map<std::string, Converter>& out);
+
+/// ONNX's MatMul of `a` and `b` (ONNX shapes `sa` and `sb`: numpy's matmul, 1-D operands
+/// promoted and their dim dropped, batch dims broadcast) as matmul or batch_matmul; the result
+/// has ONNX's shape ([1] where ONNX's is rank 0). For MatMul and the integer matmuls.
+Value matmul_nd(Importer& im, Value a, Value b, std::vector<int64_t> sa, std::vector<int64_t> sb);
 
 /// The bytes of the model or tensor file at `path`: a regular file under protobuf's 2 GiB
 /// limit, else loom::Error saying what it is.
