@@ -2,16 +2,16 @@
 // the value before the reshape, and the reshape moves below it:
 //   add(reshape(x, O), b)  ->  reshape(add(x, b'), O)
 // where b' is b with the leading dims of extent 1 that the shape change would misalign
-// dropped (a reshape: folded for a constant, a view of anything else, memory_plan.h). Legal when every other operand varies only along the trailing dims that O and x's
-// shape share. Repeated down a chain, a reshape between an anchor (dense, matmul) and its
-// bias and activation leaves their way, so fuse_ops gives them one kernel; a reshape of a
-// reshape becomes one reshape of the first one's input, and a reshape to the shape its input
-// has already goes. A value the graph returns keeps its operator (a reshape into the
-// caller's buffer would copy).
+// dropped (a reshape: folded for a constant, a view of anything else, memory_plan.h). Legal
+// when every other operand varies only along the trailing dims that O and x's shape share.
+// Repeated down a chain, a reshape between an anchor (dense, matmul) and its bias and
+// activation leaves their way, so fuse_ops gives them one kernel; a reshape of a reshape
+// becomes one reshape of the first one's input, and a reshape to the shape its input has
+// already goes. A value the graph returns keeps its operator (a reshape into the caller's
+// buffer would copy).
 #include "loom/graph_opt/builder.h"
 #include "loom/graph_opt/passes.h"
 #include "loom/runtime/error.h"
-#include "pass_util.h"
 
 namespace loom::graph_opt {
 

@@ -1,7 +1,8 @@
 // Reshapes cost nothing: a reshape of an intermediate value is a view (no kernel, its source's
 // storage, the source kept alive while the view is read); sink_reshapes moves reshapes out of
-// an anchor's epilogue; a reshape of a graph input reads the caller's buffer, one into a graph output is a copy. Every
-// compiled graph is compared with the reference execution, in process and exported.
+// an anchor's epilogue; a reshape of a graph input reads the caller's buffer, one into a graph
+// output is a copy. Every compiled graph is compared with the reference execution, in process
+// and exported.
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -49,9 +49,11 @@ Pb value(const std::string& name, const std::vector<int64_t>& dims) {
 
 Pb attr_int(const std::string& name, int64_t v) { return Pb().s(1, name).i(3, v).i(20, 2); }
 
-/// One node of `op` (opset 23) over float graph inputs `ins` (name, shape), output "y".
-std::string model(const std::string& op, const std::vector<std::pair<std::string, std::vector<int64_t>>>& ins,
-                  const std::vector<Pb>& attrs) {
+/// Graph inputs: name and static shape.
+using Inputs = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+
+/// One node of `op` (opset 23) over float graph inputs `ins`, output "y".
+std::string model(const std::string& op, const Inputs& ins, const std::vector<Pb>& attrs) {
   Pb n;
   for (const auto& [name, _] : ins) n.s(1, name);
   n.s(2, "y").s(3, "n").s(4, op);
@@ -74,7 +76,7 @@ std::string import_error(const std::string& bytes) {
 
 TEST(AttentionImport, HeadCountsThatDoNotSplitAreErrors) {
   REQUIRE_FRONTEND();
-  std::vector<std::pair<std::string, std::vector<int64_t>>> qkv = {{"q", {1, 4, 12}}, {"k", {1, 6, 8}}, {"v", {1, 6, 8}}};
+  Inputs qkv = {{"q", {1, 4, 12}}, {"k", {1, 6, 8}}, {"v", {1, 6, 8}}};
   EXPECT_NE(import_error(model("Attention", qkv, {})).find("q_num_heads"), std::string::npos);
   std::string e = import_error(model("Attention", qkv, {attr_int("q_num_heads", 5), attr_int("kv_num_heads", 2)}));
   EXPECT_NE(e.find("does not split into 5 heads"), std::string::npos) << e;
@@ -87,7 +89,7 @@ TEST(AttentionImport, HeadCountsThatDoNotSplitAreErrors) {
 
 TEST(AttentionImport, RotaryDimsMustBeEvenAndWithinTheHead) {
   REQUIRE_FRONTEND();
-  std::vector<std::pair<std::string, std::vector<int64_t>>> in = {{"x", {1, 2, 3, 8}}, {"cos", {1, 3, 2}}, {"sin", {1, 3, 2}}};
+  Inputs in = {{"x", {1, 2, 3, 8}}, {"cos", {1, 3, 2}}, {"sin", {1, 3, 2}}};
   std::string e = import_error(model("RotaryEmbedding", in, {attr_int("rotary_embedding_dim", 5)}));
   EXPECT_NE(e.find("rotary_embedding_dim 5"), std::string::npos) << e;
   e = import_error(model("RotaryEmbedding", in, {attr_int("rotary_embedding_dim", 10)}));
@@ -99,9 +101,10 @@ TEST(AttentionImport, RotaryDimsMustBeEvenAndWithinTheHead) {
 
 TEST(AttentionImport, A3DGroupedAttentionCompilesWithoutReshapeKernels) {
   REQUIRE_FRONTEND();
-  Graph g = import_onnx_bytes(model("Attention", {{"q", {2, 5, 16}}, {"k", {2, 7, 8}}, {"v", {2, 7, 8}}},
-                                    {attr_int("q_num_heads", 4), attr_int("kv_num_heads", 2), attr_int("is_causal", 1)}),
-                              "m.onnx");
+  Inputs qkv = {{"q", {2, 5, 16}}, {"k", {2, 7, 8}}, {"v", {2, 7, 8}}};
+  Graph g = import_onnx_bytes(
+      model("Attention", qkv, {attr_int("q_num_heads", 4), attr_int("kv_num_heads", 2), attr_int("is_causal", 1)}),
+      "m.onnx");
   std::vector<runtime::NDArray> inputs;
   for (int i : g.input_nodes()) {
     inputs.push_back(runtime::NDArray::empty(g.nodes[size_t(i)].outputs[0].shape, DataType::Float(32)));

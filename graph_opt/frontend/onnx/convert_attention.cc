@@ -146,20 +146,24 @@ Value nonpad_bias(Importer& im, Value nonpad, int64_t b, int64_t sq, int64_t skv
       for (int64_t j = 0; j < skv; ++j) a.set(i * skv + j, c(i, j));
     return im.constant(a, hint);
   };
+  auto both = [&](Value a, Value c) { return im.op("multiply", {a, c}); };
   // j < n  <=>  n - j >= 1
   Value ok = allowed(im.op("subtract", {n, grid([](int64_t, int64_t j) { return double(j); }, "key_index")}));
   // j <= i + n - Sq  <=>  n + (i - j - Sq + 1) >= 1
-  if (causal)
-    ok = im.op("multiply", {ok, allowed(im.op("add", {n, grid([&](int64_t i, int64_t j) { return double(i - j - sq + 1); },
-                                                               "causal_frontier")}))});
+  if (causal) {
+    Value c = grid([&](int64_t i, int64_t j) { return double(i - j - sq + 1); }, "causal_frontier");
+    ok = both(ok, allowed(im.op("add", {n, c})));
+  }
   // i + n - Sq - j <= left  <=>  (left - i + j + Sq + 1) - n >= 1
-  if (left >= 0)
-    ok = im.op("multiply", {ok, allowed(im.op("subtract", {grid([&](int64_t i, int64_t j) { return double(left - i + j + sq + 1); },
-                                                                "left_window"), n}))});
+  if (left >= 0) {
+    Value c = grid([&](int64_t i, int64_t j) { return double(left - i + j + sq + 1); }, "left_window");
+    ok = both(ok, allowed(im.op("subtract", {c, n})));
+  }
   // j - (i + n - Sq) <= right  <=>  n + (right + i - j - Sq + 1) >= 1
-  if (right >= 0)
-    ok = im.op("multiply", {ok, allowed(im.op("add", {n, grid([&](int64_t i, int64_t j) { return double(right + i - j - sq + 1); },
-                                                               "right_window")}))});
+  if (right >= 0) {
+    Value c = grid([&](int64_t i, int64_t j) { return double(right + i - j - sq + 1); }, "right_window");
+    ok = both(ok, allowed(im.op("add", {n, c})));
+  }
   return im.op("log", {ok});
 }
 
@@ -208,7 +212,8 @@ void attention(Importer& im) {
   const std::vector<int64_t> q0 = im.input_shape(0), k0 = im.input_shape(1), v0 = im.input_shape(2);
   const size_t rank = q0.size();
   if ((rank != 3 && rank != 4) || k0.size() != rank || v0.size() != rank)
-    im.invalid(fmt::format("Q {}, K {} and V {} must all be 3-D or all 4-D", shape_str(q0), shape_str(k0), shape_str(v0)));
+    im.invalid(
+        fmt::format("Q {}, K {} and V {} must all be 3-D or all 4-D", shape_str(q0), shape_str(k0), shape_str(v0)));
   const DataType t = im.input_dtype(0);
   if (im.input_dtype(1) != t || im.input_dtype(2) != t)
     im.unsupported(fmt::format("Q, K and V of different element types ({}, {}, {})", t.str(), im.input_dtype(1).str(),
@@ -288,7 +293,8 @@ void attention(Importer& im) {
   if (p.softmax_dtype.code() != DataType::kFloat)
     im.invalid(fmt::format("softmax_precision is {}, not a floating-point type", p.softmax_dtype.str()));
   p.qk_mode = im.attr_int("qk_matmul_output_mode", 0);
-  if (p.qk_mode < 0 || p.qk_mode > 3) im.invalid(fmt::format("qk_matmul_output_mode {} is not 0, 1, 2 or 3", p.qk_mode));
+  if (p.qk_mode < 0 || p.qk_mode > 3)
+    im.invalid(fmt::format("qk_matmul_output_mode {} is not 0, 1, 2 or 3", p.qk_mode));
   p.want_qk = im.output_used(3);
 
   AttentionResult r = attention_chain(im, in, p);
@@ -342,7 +348,8 @@ void rotary_embedding(Importer& im) {
     }
     std::vector<int64_t> cs = im.type(c).shape;
     if (cs != std::vector<int64_t>{b, seq, half})
-      im.invalid(fmt::format("{} gives {} per position; expected [batch, sequence, rotary_embedding_dim / 2] = [{},{},{}]",
+      im.invalid(fmt::format("{} gives {} per position; expected [batch, sequence, rotary_embedding_dim / 2] = "
+                             "[{},{},{}]",
                              what, shape_str(cs), b, seq, half));
     if (im.type(c).dtype != im.type(data).dtype)
       im.invalid(fmt::format("{} is {}, the input {}", what, im.type(c).dtype.str(), im.type(data).dtype.str()));
