@@ -52,6 +52,7 @@ const std::map<std::string, Converter>& converters() {
     add_elementwise_converters(m);
     add_transform_converters(m);
     add_attention_converters(m);
+    add_identity_converters(m);
     add_quant_converters(m);
     return m;
   }();

@@ -146,6 +146,7 @@ void add_nn_converters(std::map<std::string, Converter>& out);
 void add_elementwise_converters(std::map<std::string, Converter>& out);
 void add_transform_converters(std::map<std::string, Converter>& out);
 void add_attention_converters(std::map<std::string, Converter>& out);
+void add_identity_converters(std::map<std::string, Converter>& out);
 void add_quant_converters(std::map<std::string, Converter>& out);
 
 /// ONNX's MatMul of `a` and `b` (ONNX shapes `sa` and `sb`: numpy's matmul, 1-D operands
