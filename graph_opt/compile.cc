@@ -85,6 +85,8 @@ class PlanBuilder {
     auto it = ids_.find(v);
     if (it != ids_.end()) return it->second;
     const Node& n = g_.node(v);
+    if (auto src = memory_.views.find(v); src != memory_.views.end() && g_.node(src->second).is_input())
+      return tensor(v, GraphTensorKind::kInput);
     if (n.is_input()) fail("graph '{}': input '{}' is not among the graph's inputs", g_.name, n.name);
     if (n.is_constant()) return tensor(v, GraphTensorKind::kConstant);
     return tensor(v, outputs_.count(v) ? GraphTensorKind::kOutput : GraphTensorKind::kIntermediate);
@@ -109,6 +111,7 @@ class PlanBuilder {
       LOOM_CHECK(e != nullptr, "graph '{}': the memory plan has no storage for {}", g_.name, g_.value_name(v));
       gt.arena_offset = e->offset;
     }
+    if (auto src = memory_.views.find(v); src != memory_.views.end()) gt.view_of = tensor(src->second);
     int32_t id = int32_t(plan_.tensors.size());
     plan_.tensors.push_back(std::move(gt));
     ids_[v] = id;
@@ -182,6 +185,7 @@ LoweredGraph lower_graph(const Graph& graph, const Target& target, const records
   std::map<std::string, size_t> by_signature;  // signature → index into report.kernels of its first kernel
   for (size_t i = 0; i < g.groups.size(); ++i) {
     const FusedGroup& grp = g.groups[i];
+    if (is_view_group(g, grp)) continue;  // its value is its source's storage (memory_plan.h)
     runtime::GraphKernel k;
     for (ValueRef v : grp.inputs) k.args.push_back(pb.tensor(v));
     for (ValueRef v : grp.outputs) k.args.push_back(pb.tensor(v));

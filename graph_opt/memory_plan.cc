@@ -23,16 +23,32 @@ bool overlap_in_space(const StorageEntry& a, const StorageEntry& b) {
   return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
 }
 
-/// Every intermediate value with its lifetime (offsets unset), in the order groups write them.
-std::vector<StorageEntry> lifetimes(const Graph& g) {
+struct Lifetimes {
+  std::vector<StorageEntry> entries;
+  std::map<ValueRef, ValueRef> views;
+};
+
+/// Every intermediate value with its lifetime (offsets unset), in the order groups write them,
+/// and the views with their sources (whose lifetimes extend over the views' readers).
+Lifetimes lifetimes(const Graph& g) {
   LOOM_CHECK(!g.groups.empty() || g.num_ops() == 0, "graph '{}' is not fused: plan memory after fuse_ops", g.name);
   std::set<ValueRef> graph_outputs(g.outputs.begin(), g.outputs.end());
   std::map<ValueRef, size_t> index;
-  std::vector<StorageEntry> entries;
+  Lifetimes out;
+  std::vector<StorageEntry>& entries = out.entries;
   for (size_t gi = 0; gi < g.groups.size(); ++gi) {
     for (const ValueRef& v : g.groups[gi].inputs) {
       auto it = index.find(v);
       if (it != index.end()) entries[it->second].last_step = int(gi);
+    }
+    if (is_view_group(g, g.groups[gi])) {
+      const ValueRef in = g.groups[gi].inputs[0], view = g.groups[gi].outputs[0];
+      auto src = out.views.find(in);
+      const ValueRef root = src != out.views.end() ? src->second : in;
+      out.views[view] = root;
+      if (auto it = index.find(in); it != index.end()) index[view] = it->second;
+      else LOOM_ICHECK(g.node(root).is_input());
+      continue;
     }
     for (const ValueRef& v : g.groups[gi].outputs) {
       if (graph_outputs.count(v)) continue;
@@ -40,14 +56,34 @@ std::vector<StorageEntry> lifetimes(const Graph& g) {
       entries.push_back({v, 0, nbytes(g.type(v)), int(gi), int(gi)});
     }
   }
-  return entries;
+  return out;
+}
+
+bool is_reshape_op(const std::string& op) {
+  return op == "reshape" || op == "flatten" || op == "squeeze" || op == "unsqueeze";
 }
 
 std::string mib(int64_t bytes) { return fmt::format("{:.2f} MiB", double(bytes) / (1024.0 * 1024.0)); }
 
 }  // namespace
 
+bool is_view_group(const Graph& g, const FusedGroup& grp) {
+  if (grp.inputs.size() != 1 || grp.outputs.size() != 1) return false;
+  for (int n : grp.nodes)
+    if (!is_reshape_op(g.nodes[size_t(n)].op)) return false;
+  const ValueRef in = grp.inputs[0];
+  const Node& src = g.node(in);
+  if (!(src.is_op() || src.is_input()) || g.type(in).dtype != g.type(grp.outputs[0]).dtype) return false;
+  for (const ValueRef& o : g.outputs)
+    if (o == in && src.is_op()) return false;
+  for (int n : grp.nodes)
+    for (const ValueRef& o : g.outputs)
+      if (o.node == n) return false;
+  return true;
+}
+
 const StorageEntry* MemoryPlan::find(ValueRef v) const {
+  if (auto it = views.find(v); it != views.end()) v = it->second;
   for (const StorageEntry& e : entries)
     if (e.value == v) return &e;
   return nullptr;
@@ -71,7 +107,9 @@ std::string MemoryPlan::report(const Graph& g) const {
 
 MemoryPlan plan_memory(const Graph& g) {
   MemoryPlan plan;
-  plan.entries = lifetimes(g);
+  Lifetimes life = lifetimes(g);
+  plan.entries = std::move(life.entries);
+  plan.views = std::move(life.views);
   std::vector<size_t> order(plan.entries.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   // Largest first (then earliest), each at the lowest offset where it fits beside the
@@ -106,7 +144,10 @@ MemoryPlan plan_memory(const Graph& g) {
 }
 
 void validate_memory_plan(const Graph& g, const MemoryPlan& plan) {
-  std::vector<StorageEntry> want = lifetimes(g);
+  Lifetimes life = lifetimes(g);
+  LOOM_CHECK(plan.views == life.views, "memory plan of '{}': {} views planned, the groups make {}", g.name,
+             plan.views.size(), life.views.size());
+  const std::vector<StorageEntry>& want = life.entries;
   std::map<ValueRef, const StorageEntry*> have;
   for (const StorageEntry& e : plan.entries) {
     LOOM_CHECK(have.emplace(e.value, &e).second, "memory plan of '{}': {} has two entries", g.name,

@@ -6,6 +6,7 @@
 //   fold_scale_axis           the scale/shift move into the preceding conv2d/dense weights and bias
 //   fold_constants            … which fold here
 //   eliminate_common_subexpr  before layout, so shared values are transformed once
+//   sink_reshapes             reshapes move below elementwise chains, out of the anchors' epilogues
 //   alter_layout              NCHW{b}c regions; weights get layout_transform nodes
 //   cancel_layout_transforms  inverse pairs left at region boundaries go
 //   fold_constants            the weights' layout_transforms fold
@@ -28,6 +29,7 @@ PassManager::PassManager(PassOptions opt) : opt_(std::move(opt)) {
       {"fold_scale_axis", 2, fold_scale_axis},
       {"fold_constants", 1, fold_constants},
       {"eliminate_common_subexpr", 2, eliminate_common_subexpr},
+      {"sink_reshapes", 1, sink_reshapes},
       {"alter_layout", 3, [layout](const Graph& g) { return alter_layout(g, layout); }},
       {"cancel_layout_transforms", 3, cancel_layout_transforms},
       {"fold_constants", 1, fold_constants},
@@ -44,9 +46,9 @@ PassManager::PassManager(PassOptions opt) : opt_(std::move(opt)) {
 }
 
 std::vector<std::string> pass_names() {
-  return {"simplify_inference",       "fold_constants",   "fold_scale_axis",          "fold_constants",
-          "eliminate_common_subexpr", "alter_layout",     "cancel_layout_transforms", "fold_constants",
-          "eliminate_dead_code",      "fuse_ops"};
+  return {"simplify_inference",       "fold_constants", "fold_scale_axis",          "fold_constants",
+          "eliminate_common_subexpr", "sink_reshapes",  "alter_layout",             "cancel_layout_transforms",
+          "fold_constants",           "eliminate_dead_code", "fuse_ops"};
 }
 
 Graph PassManager::run(const Graph& input) const {

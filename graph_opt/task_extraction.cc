@@ -18,6 +18,7 @@ TaskExtraction extract_tasks(const Graph& graph, const Target& target, const Com
   std::map<std::string, size_t> index;  // workload key → task
   for (size_t i = 0; i < g.groups.size(); ++i) {
     const FusedGroup& grp = g.groups[i];
+    if (is_view_group(g, grp)) continue;  // no kernel (memory_plan.h)
     GroupSchedule s = schedule_group(g, int(i), compose_group(g, int(i)), target, nullptr);
     if (s.workload.empty()) {
       out.untuned.push_back({grp.name, "", s.note});

@@ -233,7 +233,9 @@ static double now_seconds(void) {
 /* Runs the kernels over `p` with the caller's tensors bound; seconds (if not NULL) gets each
  * kernel's time. */
 static int32_t run_prepared(const loom_graph_plan* plan, graph_prepared* p, DLTensor** args, double* seconds) {
-  for (int32_t i = 0; i < plan->num_inputs; ++i) p->views[plan->inputs[i]].data = args[i]->data;
+  /* Inputs, and views of inputs (reshapes that run no kernel), read the caller's buffer of their slot. */
+  for (int32_t i = 0; i < plan->num_tensors; ++i)
+    if (plan->tensors[i].kind == LOOM_GRAPH_INPUT) p->views[i].data = args[plan->tensors[i].slot]->data;
   for (int32_t j = 0; j < plan->num_outputs; ++j) {
     const loom_graph_tensor* t = &plan->tensors[plan->outputs[j]];
     if (t->kind == LOOM_GRAPH_OUTPUT && t->slot == j) p->views[plan->outputs[j]].data = args[plan->num_inputs + j]->data;

@@ -35,12 +35,18 @@ struct Lifetimes {
   std::vector<int> def, last_use;
 };
 
+/// The tensor that owns `id`'s bytes: its source if it is a view, else itself.
+int32_t storage_of(const GraphPlan& p, int32_t id) {
+  const int32_t src = p.tensors[size_t(id)].view_of;
+  return src >= 0 ? src : id;
+}
+
 Lifetimes lifetimes(const GraphPlan& p) {
   Lifetimes l{std::vector<int>(p.tensors.size(), -1), std::vector<int>(p.tensors.size(), -1)};
   for (size_t k = 0; k < p.kernels.size(); ++k) {
     const GraphKernel& kern = p.kernels[k];
     for (size_t a = 0; a < kern.args.size(); ++a) {
-      int32_t t = kern.args[a];
+      int32_t t = storage_of(p, kern.args[a]);
       if (kern.writes[a]) l.def[t] = int(k);
       else l.last_use[t] = int(k);
     }
@@ -76,6 +82,21 @@ void GraphPlan::validate() const {
     }
   }
   LOOM_CHECK(arena_bytes >= 0, "graph plan: negative arena size {}", arena_bytes);
+  for (int32_t i = 0; i < n; ++i) {
+    const GraphTensor& t = tensors[i];
+    if (t.view_of < 0) continue;
+    check_id(t.view_of, describe(*this, i) + " as a view");
+    const GraphTensor& src = tensors[t.view_of];
+    LOOM_CHECK((t.kind == GraphTensorKind::kIntermediate || t.kind == GraphTensorKind::kInput) && t.kind == src.kind &&
+                   src.view_of < 0 && t.view_of != i,
+               "graph plan: {} views {}; a view is an intermediate of an intermediate, or an input of an input, "
+               "that is no view",
+               describe(*this, i), describe(*this, t.view_of));
+    LOOM_CHECK(t.nbytes() == src.nbytes() && (t.kind == GraphTensorKind::kInput || t.arena_offset == src.arena_offset),
+               "graph plan: {} ({} bytes at arena offset {}) views {} ({} bytes at offset {}); a view has its "
+               "source's bytes",
+               describe(*this, i), t.nbytes(), t.arena_offset, describe(*this, t.view_of), src.nbytes(), src.arena_offset);
+  }
 
   LOOM_CHECK(!outputs.empty(), "graph plan: the plan has no outputs");
   std::vector<int> input_slot(n, -1), output_uses(n, 0);
@@ -96,7 +117,8 @@ void GraphPlan::validate() const {
   }
   for (int32_t i = 0; i < n; ++i) {
     if (tensors[i].kind == GraphTensorKind::kInput)
-      LOOM_CHECK(input_slot[i] >= 0, "graph plan: {} is not among the plan's inputs", describe(*this, i));
+      LOOM_CHECK(input_slot[i] >= 0 || (tensors[i].view_of >= 0 && input_slot[tensors[i].view_of] >= 0),
+                 "graph plan: {} is not among the plan's inputs nor a view of one", describe(*this, i));
     if (tensors[i].kind == GraphTensorKind::kOutput)
       LOOM_CHECK(output_uses[i] > 0, "graph plan: {} is not among the plan's outputs", describe(*this, i));
   }
@@ -114,6 +136,8 @@ void GraphPlan::validate() const {
         GraphTensorKind kind = tensors[t].kind;
         LOOM_CHECK(kind == GraphTensorKind::kOutput || kind == GraphTensorKind::kIntermediate,
                    "graph plan: {} writes {} (argument {}), which is read-only", who, describe(*this, t), a);
+        LOOM_CHECK(tensors[t].view_of < 0, "graph plan: {} writes {} (argument {}), a view of {}", who,
+                   describe(*this, t), a, describe(*this, tensors[t].view_of));
         LOOM_CHECK(writer[t] < 0, "graph plan: {} is written by kernel {} and again by {}", describe(*this, t),
                    writer[t], who);
         for (size_t b = 0; b < kern.args.size(); ++b)
@@ -126,8 +150,8 @@ void GraphPlan::validate() const {
       int32_t t = kern.args[a];
       GraphTensorKind kind = tensors[t].kind;
       if (!kern.writes[a] && (kind == GraphTensorKind::kOutput || kind == GraphTensorKind::kIntermediate))
-        LOOM_CHECK(writer[t] >= 0 && writer[t] < int(k), "graph plan: {} reads {} (argument {}) before any kernel writes it",
-                   who, describe(*this, t), a);
+        LOOM_CHECK(writer[storage_of(*this, t)] >= 0 && writer[storage_of(*this, t)] < int(k),
+                   "graph plan: {} reads {} (argument {}) before any kernel writes it", who, describe(*this, t), a);
     }
   }
   for (int32_t i = 0; i < n; ++i)
@@ -138,7 +162,7 @@ void GraphPlan::validate() const {
   Lifetimes life = lifetimes(*this);
   std::vector<int32_t> live;
   for (int32_t i = 0; i < n; ++i)
-    if (tensors[i].kind == GraphTensorKind::kIntermediate && writer[i] >= 0) live.push_back(i);
+    if (tensors[i].kind == GraphTensorKind::kIntermediate && tensors[i].view_of < 0 && writer[i] >= 0) live.push_back(i);
   for (size_t x = 0; x < live.size(); ++x) {
     for (size_t y = x + 1; y < live.size(); ++y) {
       int32_t a = live[x], b = live[y];
@@ -158,7 +182,7 @@ void GraphPlan::validate() const {
 int64_t GraphPlan::unplanned_bytes() const {
   int64_t total = 0;
   for (const auto& t : tensors)
-    if (t.kind == GraphTensorKind::kIntermediate) total += t.nbytes();
+    if (t.kind == GraphTensorKind::kIntermediate && t.view_of < 0) total += t.nbytes();
   return total;
 }
 
@@ -215,6 +239,9 @@ GraphExecutor::GraphExecutor(GraphPlan plan, std::vector<loom_graph_kernel_fn> e
     c.slot = -1;
   }
   for (size_t i = 0; i < plan_.inputs.size(); ++i) tensors_[plan_.inputs[i]].slot = int32_t(i);
+  for (size_t i = 0; i < plan_.tensors.size(); ++i)
+    if (plan_.tensors[i].kind == GraphTensorKind::kInput && plan_.tensors[i].view_of >= 0)
+      tensors_[i].slot = tensors_[size_t(plan_.tensors[i].view_of)].slot;
   for (size_t j = plan_.outputs.size(); j-- > 0;)
     if (plan_.tensors[plan_.outputs[j]].kind == GraphTensorKind::kOutput) tensors_[plan_.outputs[j]].slot = int32_t(j);
 

@@ -108,7 +108,8 @@ int run(const Args& a) {
 
   graph_opt::Graph g = load_model(a, model);
   graph_opt::TaskExtraction x = graph_opt::extract_tasks(g, target, copt);
-  int kernels = int(x.fused.groups.size());
+  int kernels = 0;
+  for (const graph_opt::FusedGroup& grp : x.fused.groups) kernels += !graph_opt::is_view_group(x.fused, grp);
   std::cout << fmt::format("{}: graph '{}', {} kernels (level {}), {} tuning task{} on {}\n", model, g.name, kernels,
                            copt.passes.opt_level, x.tasks.size(), x.tasks.size() == 1 ? "" : "s", target.str());
   std::cout << fmt::format("  {:>4}  {:>6}  {:>10}  {:>10}  {}\n", "task", "weight", "configs", "MFLOP", "workload");

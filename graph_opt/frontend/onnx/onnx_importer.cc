@@ -69,6 +69,7 @@ const std::map<std::string, Converter>& converters() {
     add_einsum_converters(m);
     add_control_flow_converters(m);
     add_grid_converters(m);
+    add_attention_converters(m);
     add_quant_converters(m);
     add_recurrent_converters(m);
     add_softmax_converters(m);

@@ -180,6 +180,7 @@ void add_resize_converters(std::map<std::string, Converter>& out);
 void add_einsum_converters(std::map<std::string, Converter>& out);
 void add_control_flow_converters(std::map<std::string, Converter>& out);
 void add_grid_converters(std::map<std::string, Converter>& out);
+void add_attention_converters(std::map<std::string, Converter>& out);
 void add_quant_converters(std::map<std::string, Converter>& out);
 
 /// The names node `n`'s subgraphs (recursively) read from outside themselves.

@@ -75,6 +75,13 @@ Graph eliminate_dead_code(const Graph& g);
 /// types and contents.
 Graph eliminate_common_subexpr(const Graph& g);
 
+/// Moves reshapes (reshape, flatten, squeeze, unsqueeze) below the elementwise and numpy-
+/// broadcast operators that read them, op(reshape(x), c) → reshape(op(x, c')), where the other
+/// operands vary only along the trailing dims the reshape keeps; merges reshapes of reshapes
+/// and drops reshapes to the shape their input has. An anchor's bias and activation behind
+/// a reshape then fuse into its kernel.
+Graph sink_reshapes(const Graph& g);
+
 /// How alter_layout picks channel blocks.
 struct LayoutOptions {
   /// Candidate blocks, tried in order; a conv2d takes the first that divides both its input

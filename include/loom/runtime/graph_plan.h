@@ -32,6 +32,10 @@ struct GraphTensor {
   std::vector<int64_t> shape;
   int64_t arena_offset = 0;  // intermediates: byte offset in the arena (aligned to the element size)
   NDArray value;             // constants: the data (host, same dtype and shape)
+  /// A view: the id of the intermediate (input) whose bytes this intermediate (input) reads
+  /// under its own shape (same size, and arena offset; no kernel writes it, its source's
+  /// writer does), or -1.
+  int32_t view_of = -1;
   /// Bytes of storage (0 for an empty tensor); throws on overflow.
   int64_t nbytes() const;
 };
@@ -61,8 +65,9 @@ struct GraphPlan {
   /// Throws loom::Error naming the tensor or kernel unless the plan is well formed: ids in
   /// range, kinds consistent with inputs/outputs, constants with values of their shape, every
   /// written tensor written by exactly one kernel before any kernel reads it, intermediates
-  /// inside the arena, and no two intermediates that are live at the same kernel sharing
-  /// arena bytes. Requires `writes` to be filled.
+  /// inside the arena, views at their source's bytes, and no two intermediates that are live
+  /// at the same kernel sharing arena bytes (a view's uses count as its source's). Requires
+  /// `writes` to be filled.
   void validate() const;
   /// Bytes the plan's intermediates would take with one buffer each (what the memory plan saves against).
   int64_t unplanned_bytes() const;
