@@ -1,6 +1,7 @@
 // Tensors, placeholder and compute operations, reducers, and the operation graph walk.
 #include "loom/te/tensor.h"
 
+#include <limits>
 #include <unordered_set>
 
 #include "loom/runtime/shape.h"
@@ -281,16 +282,24 @@ Expr mul_op(Expr a, Expr b) { return make<MulNode>(a.dtype(), a, b); }
 Expr max_op(Expr a, Expr b) { return make<MaxNode>(a.dtype(), a, b); }
 Expr min_op(Expr a, Expr b) { return make<MinNode>(a.dtype(), a, b); }
 Expr one_of(DataType t) { return t.is_float() ? make_const(t, 1.0) : make_const(t, int64_t(1)); }
+/// The identities of max and min: -inf and +inf for floats (the largest finite values would
+/// make the max of a row of -inf finite), the type's bounds otherwise.
+Expr max_identity(DataType t) {
+  return t.is_float() ? make_const(t, -std::numeric_limits<double>::infinity()) : min_value(t);
+}
+Expr min_identity(DataType t) {
+  return t.is_float() ? make_const(t, std::numeric_limits<double>::infinity()) : max_value(t);
+}
 }  // namespace
 
 Expr sum(Expr source, std::vector<IterVar> axis, Expr condition) {
   return builtin_reduce("sum", std::move(source), std::move(axis), std::move(condition), add_op, make_zero);
 }
 Expr max_reduce(Expr source, std::vector<IterVar> axis, Expr condition) {
-  return builtin_reduce("max_reduce", std::move(source), std::move(axis), std::move(condition), max_op, min_value);
+  return builtin_reduce("max_reduce", std::move(source), std::move(axis), std::move(condition), max_op, max_identity);
 }
 Expr min_reduce(Expr source, std::vector<IterVar> axis, Expr condition) {
-  return builtin_reduce("min_reduce", std::move(source), std::move(axis), std::move(condition), min_op, max_value);
+  return builtin_reduce("min_reduce", std::move(source), std::move(axis), std::move(condition), min_op, min_identity);
 }
 Expr prod(Expr source, std::vector<IterVar> axis, Expr condition) {
   return builtin_reduce("prod", std::move(source), std::move(axis), std::move(condition), mul_op, one_of);

@@ -81,7 +81,7 @@ llvm::Value* CodeGenLLVM::cast(DataType from, DataType to, llvm::Value* v) {
   }
   llvm::Type* t = llvm_type(to);
   if (to.is_bool()) {
-    if (from.is_float()) return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
+    if (from.is_float()) return fcmp(llvm::CmpInst::FCMP_UNE, v, llvm::Constant::getNullValue(v->getType()));
     if (from.is_handle()) return b_.CreateIsNotNull(v);
     return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
   }
@@ -131,16 +131,28 @@ llvm::Value* CodeGenLLVM::emit_binary(ExprKind k, DataType t, const Expr& ea, co
       return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
     }
     case ExprKind::Min:
-      if (fl) return b_.CreateSelect(b_.CreateFCmpOLT(a, b), a, b);
+      if (fl) return b_.CreateSelect(fcmp(llvm::CmpInst::FCMP_OLT, a, b), a, b);
       return b_.CreateBinaryIntrinsic(sgn ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, a, b);
     case ExprKind::Max:
-      if (fl) return b_.CreateSelect(b_.CreateFCmpOGT(a, b), a, b);
+      if (fl) return b_.CreateSelect(fcmp(llvm::CmpInst::FCMP_OGT, a, b), a, b);
       return b_.CreateBinaryIntrinsic(sgn ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, a, b);
     case ExprKind::And: return b_.CreateAnd(a, b);
     case ExprKind::Or: return b_.CreateOr(a, b);
     default: break;
   }
   LOOM_ICHECK(false);
+}
+
+llvm::Value* CodeGenLLVM::fcmp(llvm::CmpInst::Predicate p, llvm::Value* a, llvm::Value* b) {
+  if (a->getType()->getScalarType()->isHalfTy()) {
+    llvm::Type* ft = a->getType()->getWithNewType(b_.getFloatTy());
+    auto widen = [&](llvm::Value* v) {
+      return b_.CreateUnaryIntrinsic(llvm::Intrinsic::arithmetic_fence, b_.CreateFPExt(v, ft));
+    };
+    a = widen(a);
+    b = widen(b);
+  }
+  return b_.CreateFCmp(p, a, b);
 }
 
 llvm::Value* CodeGenLLVM::emit_compare(ExprKind k, const Expr& ea, const Expr& eb) {
@@ -150,12 +162,12 @@ llvm::Value* CodeGenLLVM::emit_compare(ExprKind k, const Expr& ea, const Expr& e
   llvm::Value* b = emit_as(eb, t);
   if (t.is_float()) {
     switch (k) {
-      case ExprKind::EQ: return b_.CreateFCmpOEQ(a, b);
-      case ExprKind::NE: return b_.CreateFCmpUNE(a, b);
-      case ExprKind::LT: return b_.CreateFCmpOLT(a, b);
-      case ExprKind::LE: return b_.CreateFCmpOLE(a, b);
-      case ExprKind::GT: return b_.CreateFCmpOGT(a, b);
-      case ExprKind::GE: return b_.CreateFCmpOGE(a, b);
+      case ExprKind::EQ: return fcmp(llvm::CmpInst::FCMP_OEQ, a, b);
+      case ExprKind::NE: return fcmp(llvm::CmpInst::FCMP_UNE, a, b);
+      case ExprKind::LT: return fcmp(llvm::CmpInst::FCMP_OLT, a, b);
+      case ExprKind::LE: return fcmp(llvm::CmpInst::FCMP_OLE, a, b);
+      case ExprKind::GT: return fcmp(llvm::CmpInst::FCMP_OGT, a, b);
+      case ExprKind::GE: return fcmp(llvm::CmpInst::FCMP_OGE, a, b);
       default: break;
     }
   }

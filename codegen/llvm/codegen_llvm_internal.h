@@ -176,6 +176,12 @@ class CodeGenLLVM {
   llvm::Value* cast(DataType from, DataType to, llvm::Value* v);
   llvm::Value* emit_binary(ExprKind k, DataType t, const Expr& a, const Expr& b);
   llvm::Value* emit_compare(ExprKind k, const Expr& a, const Expr& b);
+  /// A floating-point comparison. float16 operands are compared as float32 (exact), behind
+  /// llvm.arithmetic.fence so no pass narrows them back: LLVM 19's x86 backend miscompiles
+  /// masked float16 vector compares (VCMPPH*rrik, llvm-project #159723): folding a load into
+  /// the first operand swaps the operands but not the predicate. Any mask merged into the
+  /// compare triggers it, as the lane mask of a non-power-of-two vector does.
+  llvm::Value* fcmp(llvm::CmpInst::Predicate p, llvm::Value* a, llvm::Value* b);
   /// Lowers an intrinsic call through intrinsic_table().
   llvm::Value* emit_call(const te::CallNode* op);
   /// How an intrinsic lowers: its argument count and its emitter.

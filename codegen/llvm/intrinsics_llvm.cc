@@ -207,7 +207,7 @@ const std::unordered_map<std::string, CodeGenLLVM::IntrinsicLowering>& CodeGenLL
     t["likely"] = {1, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* { return cg.emit_as(op->args[0], op->dtype); }};
     t["isnan"] = {1, [](CodeGenLLVM& cg, const te::CallNode* op) -> llvm::Value* {
                     llvm::Value* x = cg.emit(op->args[0]);
-                    return op->args[0].dtype().is_float() ? cg.b_.CreateFCmpUNO(x, x)
+                    return op->args[0].dtype().is_float() ? cg.fcmp(llvm::CmpInst::FCMP_UNO, x, x)
                                                           : llvm::ConstantInt::getFalse(cg.llvm_type(op->dtype));
                   }};
     for (const char* name : {"bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right"}) {

@@ -213,7 +213,7 @@ llvm::Value* CodeGenLLVM::emit_sigmoid(DataType t, llvm::Value* x) {
   llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
   llvm::Value* e = emit_exp(t, b_.CreateFNeg(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)));
   llvm::Value* r = b_.CreateFDiv(one, b_.CreateFAdd(one, e));
-  llvm::Value* negative = b_.CreateFCmpOLT(x, llvm::ConstantFP::get(ty, 0.0));
+  llvm::Value* negative = fcmp(llvm::CmpInst::FCMP_OLT, x, llvm::ConstantFP::get(ty, 0.0));
   return b_.CreateSelect(negative, b_.CreateFMul(e, r), r);
 }
 
