@@ -76,6 +76,13 @@ double round_to(DataType t, double v) {
   return v;
 }
 
+/// A float operation's result rounded to its type, as the type's arithmetic rounds it (ints
+/// are wrapped to their width alike): float32 x / y is not the double quotient.
+Code rounded(DataType t, FloatFn f) {
+  if (t.bits() >= 64) return float_code(std::move(f));
+  return float_code([t, f = std::move(f)](Frame& fr) { return round_to(t, f(fr)); });
+}
+
 IntFn wrapped(DataType t, IntFn f) {
   if (t.is_integer() && t.bits() >= 64) return f;
   return [t, f](Frame& fr) { return wrap(t, f(fr)); };
@@ -497,7 +504,7 @@ class Program {
     Code a = compile(p->a), b = compile(p->b);
     if (t.is_float()) {
       FloatFn x = as_float(a), y = as_float(b);
-      return float_code([x, y, op](Frame& fr) { return op(x(fr), y(fr)); });
+      return rounded(t, [x, y, op](Frame& fr) { return op(x(fr), y(fr)); });
     }
     IntFn x = as_int(a), y = as_int(b);
     if (t.is_uint() && t.bits() == 64)
@@ -512,15 +519,15 @@ class Program {
     if (t.is_float()) {
       FloatFn x = as_float(a), y = as_float(b);
       if (!remainder) {
-        if (floor_mode) return float_code([x, y](Frame& fr) { return std::floor(x(fr) / y(fr)); });
-        return float_code([x, y](Frame& fr) { return x(fr) / y(fr); });
+        if (floor_mode) return rounded(t, [x, y, t](Frame& fr) { return std::floor(round_to(t, x(fr) / y(fr))); });
+        return rounded(t, [x, y](Frame& fr) { return x(fr) / y(fr); });
       }
       if (floor_mode)
-        return float_code([x, y](Frame& fr) {
+        return rounded(t, [x, y](Frame& fr) {
           double u = x(fr), v = y(fr);
           return u - std::floor(u / v) * v;
         });
-      return float_code([x, y](Frame& fr) { return std::fmod(x(fr), y(fr)); });
+      return rounded(t, [x, y](Frame& fr) { return std::fmod(x(fr), y(fr)); });
     }
     IntFn x = as_int(a), y = as_int(b);
     std::string text = to_string(to_expr(n));
@@ -621,6 +628,7 @@ class Program {
     } else {
       fail("evaluate: compute '{}': unknown intrinsic '{}' in {}", op_name_, op->name, to_string(to_expr(op)));
     }
+    if (t.is_float() && result.is_float) result = rounded(t, result.f);
     return convert(result, t);
   }
 
