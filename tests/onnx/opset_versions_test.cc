@@ -177,7 +177,7 @@ TEST(OnnxOpsets, ReduceMeanAxesAreAnAttributeBefore18AndAnInputFrom18) {
   m.nodes = {node("ReduceMean", {"x", "axes"}, {"y"}, {attr_int("keepdims", 0)})};
   m.inits = {int64s("axes", {1}, {0})};
   expect_near(run(m, {array({2, 3}, x)}), {2.5, 3.5, 4.5});
-  EXPECT_HAS(import_error(unary("ReduceMean", {"2", "3"}, 18, {attr_ints("axes", {1})})), "attribute 'axes' is not supported");
+  EXPECT_HAS(import_error(unary("ReduceMean", {"2", "3"}, 18, {attr_ints("axes", {1})})), "not an attribute");
   EXPECT_HAS(import_error(unary("ReduceMean", {"2", "3"}, 13, {attr_int("noop_with_empty_axes", 1)})),
              "attribute 'noop_with_empty_axes' is not supported");
 }

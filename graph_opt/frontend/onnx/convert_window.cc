@@ -35,12 +35,12 @@ std::vector<int64_t> ints_of(Importer& im, const char* name, size_t n, int64_t f
 
 /// Kernel, strides, dilations and explicit pads from ONNX's attributes for input spatial
 /// extents `in` (auto_pad resolved).
-Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int64_t> kernel) {
+Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool has_dilations = true) {
   const size_t r = in.size();
   Window w;
   w.kernel = std::move(kernel);
   w.strides = ints_of(im, "strides", r, 1);
-  w.dilations = ints_of(im, "dilations", r, 1);
+  w.dilations = has_dilations ? ints_of(im, "dilations", r, 1) : std::vector<int64_t>(r, 1);
   w.pads = ints_of(im, "pads", 2 * r, 0);
   const std::string auto_pad = im.attr_str("auto_pad", "NOTSET");
   for (size_t d = 0; d < r; ++d) {
@@ -227,15 +227,19 @@ void pool(Importer& im, PoolKind kind) {
   if (kernel.size() != r)
     im.invalid(fmt::format("kernel_shape [{}] does not fit the {} spatial dims of {}", fmt::join(kernel, ","), r,
                            shape_str(x)));
-  const bool ceil_mode = im.attr_int("ceil_mode", 0) != 0;
+  // The versions that have them: ceil_mode from 10 (LpPool 18), dilations from 10 (MaxPool),
+  // 19 (AveragePool) and 18 (LpPool), storage_order from 8; an attribute left unread is an error.
+  const int since_window = kind == PoolKind::kLp ? 18 : 10;
+  const int since_dilations = kind == PoolKind::kMax ? 10 : kind == PoolKind::kAvg ? 19 : 18;
+  const bool ceil_mode = im.opset() >= since_window && im.attr_int("ceil_mode", 0) != 0;
   const bool include_pad = kind == PoolKind::kAvg && im.attr_int("count_include_pad", 0) != 0;
   // LpPool's p: a float in version 1, an int since.
   double p = 2.0;
   if (kind == PoolKind::kLp) p = im.opset() < 2 ? im.attr_float("p", 2.0) : double(im.attr_int("p", 2));
   if (kind == PoolKind::kLp && p <= 0) im.invalid(fmt::format("p {} must be positive", p));
-  const int64_t storage_order = kind == PoolKind::kMax ? im.attr_int("storage_order", 0) : 0;
+  const int64_t storage_order = kind == PoolKind::kMax && im.opset() >= 8 ? im.attr_int("storage_order", 0) : 0;
   if (storage_order != 0 && storage_order != 1) im.invalid(fmt::format("storage_order {} is not 0 or 1", storage_order));
-  Window w = read_window(im, in, kernel);
+  Window w = read_window(im, in, kernel, im.opset() >= since_dilations);
   Value data = im.input(0);
   const DataType t = im.type(data).dtype;
   if (kind != PoolKind::kMax && !t.is_float()) im.unsupported("input type " + t.str());
