@@ -35,6 +35,8 @@ std::vector<OpDef> shape_ops();
 /// conv3d, max_pool_nd, avg_pool_nd, lp_pool_nd, max_pool_nd_indices, col2im,
 /// max_unpool, group_norm.
 std::vector<OpDef> spatial_nd_ops();
+/// det, bitcast.
+std::vector<OpDef> linalg_ops();
 
 /// An attribute spec with a default (`required` makes one without).
 inline AttrSpec attr(std::string name, AttrKind kind, std::optional<AttrValue> def, std::string doc) {

@@ -66,6 +66,10 @@ const std::map<std::string, Converter>& converters() {
     add_window_converters(m);
     add_normalization_converters(m);
     add_quant_converters(m);
+    add_qconv_converters(m);
+    add_signal_converters(m);
+    add_misc_converters(m);
+    add_sequence_converters(m);
     add_recurrent_converters(m);
     add_softmax_converters(m);
     add_tensor_converters(m);

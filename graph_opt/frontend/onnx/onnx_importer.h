@@ -170,6 +170,10 @@ void add_logic_converters(std::map<std::string, Converter>& out);
 void add_window_converters(std::map<std::string, Converter>& out);
 void add_normalization_converters(std::map<std::string, Converter>& out);
 void add_quant_converters(std::map<std::string, Converter>& out);
+void add_qconv_converters(std::map<std::string, Converter>& out);
+void add_signal_converters(std::map<std::string, Converter>& out);
+void add_misc_converters(std::map<std::string, Converter>& out);
+void add_sequence_converters(std::map<std::string, Converter>& out);
 
 /// ONNX's MatMul of `a` and `b` (ONNX shapes `sa` and `sb`: numpy's matmul, 1-D operands
 /// promoted and their dim dropped, batch dims broadcast) as matmul or batch_matmul; the result
