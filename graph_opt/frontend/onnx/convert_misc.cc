@@ -1,7 +1,10 @@
-// Converters of ONNX's Det and BitCast (the registry's det and bitcast), and of operators
+// Converters of ONNX's Det, BitCast, RoiAlign and DeformConv (the registry's det, bitcast,
+// roi_align and deform_conv2d), and of operators
 // composed from the registry's: SwiGLU (a·sigmoid(alpha·a)·b) and TensorScatter (a KV-cache
 // update: each batch row's run of the update written at its write index, as a gather of the
 // update selected where the run lies).
+#include <fmt/ranges.h>
+
 #include "onnx_importer.h"
 
 namespace loom::graph_opt::onnx_frontend {
@@ -88,6 +91,65 @@ void bitcast(Importer& im) {
   im.set_output(0, im.op("bitcast", {im.input(0)}, {{"dtype", to.str()}}), im.input_scalar(0));
 }
 
+/// RoiAlign: X [N, C, H, W], rois [R, 4], batch_indices [R]. Opset 10 has no
+/// coordinate_transformation_mode and shifts nothing (output_half_pixel).
+void roi_align(Importer& im) {
+  const std::vector<int64_t> xs = im.input_shape(0), rs = im.input_shape(1), bs = im.input_shape(2);
+  if (xs.size() != 4 || rs.size() != 2 || rs[1] != 4 || bs.size() != 1 || bs[0] != rs[0])
+    im.invalid(fmt::format("X {}, rois {} and batch_indices {} must be [N, C, H, W], [R, 4] and [R]", shape_str(xs),
+                           shape_str(rs), shape_str(bs)));
+  const std::string ctm = im.opset() >= 16 ? im.attr_str("coordinate_transformation_mode", "half_pixel") : "output_half_pixel";
+  if (ctm != "half_pixel" && ctm != "output_half_pixel")
+    im.invalid("coordinate_transformation_mode '" + ctm + "' is not half_pixel or output_half_pixel");
+  const std::string mode = im.attr_str("mode", "avg");
+  if (mode != "avg" && mode != "max") im.invalid("mode '" + mode + "' is not avg or max");
+  const int64_t oh = im.attr_int("output_height", 1), ow = im.attr_int("output_width", 1);
+  const int64_t ratio = im.attr_int("sampling_ratio", 0);
+  if (oh < 1 || ow < 1 || ratio < 0)
+    im.invalid(fmt::format("output_height {} and output_width {} must be positive, sampling_ratio {} non-negative", oh,
+                           ow, ratio));
+  if (ratio == 0)
+    im.unsupported("sampling_ratio 0 (a sample grid sized by each ROI's run-time extent; loom needs it static)");
+  Value rois = im.input(1);
+  if (im.input_dtype(1) != im.input_dtype(0)) rois = im.op("cast", {rois}, {{"dtype", im.input_dtype(0).str()}});
+  te::ops::Attrs attrs{{"output_height", oh}, {"output_width", ow}, {"sampling_ratio", ratio},
+                       {"spatial_scale", im.attr_float("spatial_scale", 1.0)}, {"mode", mode},
+                       {"half_pixel", int64_t(ctm == "half_pixel")}};
+  im.set_output(0, im.op("roi_align", {im.input(0), rois, im.input(2)}, attrs));
+}
+
+/// DeformConv (2-D): X, W, offset[, B[, mask]] with Conv's attributes and offset_group.
+void deform_conv(Importer& im) {
+  const std::vector<int64_t> xs = im.input_shape(0), ws = im.input_shape(1);
+  if (xs.size() != 4 || ws.size() != 4) {
+    if (xs.size() == 3 || xs.size() == 5) im.unsupported(fmt::format("DeformConv of {}-D input {} (loom takes 2-D)", xs.size() - 2, shape_str(xs)));
+    im.invalid(fmt::format("X {} and W {} must be [N, C, H, W] and [M, C/group, kh, kw]", shape_str(xs), shape_str(ws)));
+  }
+  const std::vector<int64_t> spatial(ws.begin() + 2, ws.end());
+  if (im.attr_ints("kernel_shape", spatial) != spatial)
+    im.invalid(fmt::format("kernel_shape does not match the weight {}", shape_str(ws)));
+  auto pair = [&](const char* name) {
+    std::vector<int64_t> v = im.attr_ints(name, std::vector<int64_t>{1, 1});
+    if (v.size() != 2) im.invalid(fmt::format("{} [{}] must have 2 values", name, fmt::join(v, ",")));
+    return v;
+  };
+  std::vector<int64_t> pads = im.attr_ints("pads", std::vector<int64_t>{0, 0, 0, 0});
+  if (pads.size() != 4) im.invalid(fmt::format("pads [{}] must have 4 values", fmt::join(pads, ",")));
+  te::ops::Attrs attrs{{"strides", pair("strides")}, {"dilations", pair("dilations")}, {"padding", pads},
+                       {"groups", im.attr_int("group", 1)}, {"offset_groups", im.attr_int("offset_group", 1)}};
+  std::vector<Value> in{im.input(0), im.input(1), im.input(2)};
+  const bool bias = im.has_input(3), mask = im.has_input(4);
+  if (mask) in.push_back(im.input(4));
+  if (mask && bias) in.push_back(im.input(3));
+  Value y = im.op("deform_conv2d", in, attrs);
+  if (bias && !mask) {
+    if (im.input_shape(3) != std::vector<int64_t>{ws[0]})
+      im.invalid(fmt::format("B {} must be [{}]", shape_str(im.input_shape(3)), ws[0]));
+    y = im.op("add", {y, im.reshape(im.input(3), {1, ws[0], 1, 1})});
+  }
+  im.set_output(0, y);
+}
+
 }  // namespace
 
 void add_misc_converters(std::map<std::string, Converter>& m) {
@@ -95,6 +157,8 @@ void add_misc_converters(std::map<std::string, Converter>& m) {
   m["TensorScatter"] = tensor_scatter;
   m["Det"] = det;
   m["BitCast"] = bitcast;
+  m["RoiAlign"] = roi_align;
+  m["DeformConv"] = deform_conv;
 }
 
 }  // namespace loom::graph_opt::onnx_frontend
