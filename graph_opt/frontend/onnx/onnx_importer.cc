@@ -70,6 +70,7 @@ const std::map<std::string, Converter>& converters() {
     add_signal_converters(m);
     add_misc_converters(m);
     add_sequence_converters(m);
+    add_ml_converters(m);
     add_recurrent_converters(m);
     add_softmax_converters(m);
     add_tensor_converters(m);
@@ -474,9 +475,12 @@ void Importer::convert(int index) {
   for (const auto& a : node_->attribute())
     if (!names.insert(a.name()).second) invalid(fmt::format("attribute '{}' is given more than once", a.name()));
   const std::string& domain = node_->domain();
-  if (!domain.empty() && domain != "ai.onnx") unsupported(fmt::format("operators of domain '{}' are not supported", domain));
-  auto it = converters().find(node_->op_type());
-  if (auto since = first_opset(node_->op_type()); since > opset_)
+  const bool ml = domain == kOnnxMlDomain;
+  if (!domain.empty() && domain != "ai.onnx" && !ml)
+    unsupported(fmt::format("operators of domain '{}' are not supported", domain));
+  if (ml && ml_opset_ == 0) invalid(fmt::format("the model does not import the domain '{}' of its operator", domain));
+  auto it = converters().find(ml ? std::string(kOnnxMlDomain) + "." + node_->op_type() : node_->op_type());
+  if (auto since = first_opset(node_->op_type()); !ml && since > opset_)
     invalid(fmt::format("operator {} exists from opset {}; the model imports opset {}", node_->op_type(), since, opset_));
   if (it == converters().end())
     unsupported(fmt::format("operator {} is not supported (loom imports {})", node_->op_type(),
@@ -530,6 +534,11 @@ void Importer::set_graph_outputs() {
 
 Graph Importer::run() {
   for (const auto& o : model_.opset_import()) {
+    if (o.domain() == kOnnxMlDomain) {
+      LOOM_CHECK(o.version() > 0 && o.version() <= INT32_MAX, "onnx: {}: {} opset version {} is not valid", source_,
+                 kOnnxMlDomain, o.version());
+      ml_opset_ = int(o.version());
+    }
     if (!o.domain().empty() && o.domain() != "ai.onnx") continue;
     if (opset_ != 0 && o.version() != opset_)
       fail("onnx: {}: the model imports the default-domain opset twice (versions {} and {})", source_, opset_,
@@ -538,12 +547,13 @@ Graph Importer::run() {
                source_, o.version());
     opset_ = int(o.version());
   }
-  if (opset_ == 0) throw OnnxUnsupported(fmt::format("onnx: {}: the model imports no default-domain opset", source_));
-  if (opset_ < kOldestOnnxOpset)
+  if (opset_ == 0 && ml_opset_ == 0)
+    throw OnnxUnsupported(fmt::format("onnx: {}: the model imports no default-domain opset", source_));
+  if (opset_ != 0 && opset_ < kOldestOnnxOpset)
     throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is older than {}, the oldest loom imports "
                                       "(convert it with onnx.version_converter)",
                                       source_, opset_, kOldestOnnxOpset));
-  if (opset_ > kNewestOnnxOpset)
+  if (opset_ != 0 && opset_ > kNewestOnnxOpset)
     throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is newer than {}, the newest loom imports (operators may "
                                       "have changed meaning since)",
                                       source_, opset_, kNewestOnnxOpset));
