@@ -134,15 +134,35 @@ runtime::NDArray Importer::const_input(int i, const std::string& what) const {
   Value v = input(i);
   const runtime::NDArray* a = constant_of(v);
   if (!a) {
-    const bool graph_input = builder_.graph().nodes.at(size_t(v.node)).is_input();
+    const Graph& g = builder_.graph();
+    const bool graph_input = g.nodes.at(size_t(v.node)).is_input();
     auto unfolded = unfolded_.find(v.node);
+    // A value computed from a graph input (a shape, a window's length) folds once that input is bound.
+    std::string source;
+    if (!graph_input && unfolded == unfolded_.end()) {
+      std::vector<int> stack{v.node};
+      std::set<int> seen;
+      while (!stack.empty() && source.empty()) {
+        const int n = stack.back();
+        stack.pop_back();
+        if (!seen.insert(n).second) continue;
+        const Node& node = g.nodes.at(size_t(n));
+        if (node.is_input()) source = node.name;
+        if (unfolded_.count(n)) break;
+        if (node.is_op())
+          for (ValueRef in : node.inputs) stack.push_back(in.node);
+      }
+    }
     throw OnnxUnsupported(fmt::format("{}: {} (input {} '{}') is computed at run time; loom needs it constant at import{}",
                                       where(), what, i, node_->input(i),
                                       graph_input ? " (bind the graph input to a value: OnnxImportOptions::bind_inputs)"
                                       : unfolded != unfolded_.end()
                                           ? " (it was not folded at import: " + unfolded->second + ")"
+                                      : !source.empty()
+                                          ? " (it is computed from graph input '" + source +
+                                                "': bind that input to a value: OnnxImportOptions::bind_inputs)"
                                           : ""),
-                          graph_input ? node_->input(i) : "");
+                          graph_input ? node_->input(i) : source);
   }
   return *a;
 }
