@@ -251,6 +251,62 @@ TEST(MiscOpsImport, IntegerConvolutionsCenterTheirOperands) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(y.get(i), double(250 - 80 * i - 3));
 }
 
+TEST(MiscOpsImport, AConstantInputComputedFromAGraphInputNamesIt) {
+  REQUIRE_FRONTEND();
+  // HannWindow(Cast(n)): the size is computed from graph input n, which a caller may bind.
+  Pb cast;
+  cast.s(1, "n").s(2, "n32").s(3, "c").s(4, "Cast").m(5, integer("to", kInt32));
+  Pb hann;
+  hann.s(1, "n32").s(2, "y").s(3, "h").s(4, "HannWindow");
+  Pb g;
+  g.m(1, cast).m(1, hann).s(2, "g").m(11, value({"n", kInt64, {}})).m(12, Pb().s(1, "y"));
+  Pb mp;
+  mp.i(1, 8).m(7, g).m(8, Pb().s(1, "").i(2, 17));
+  try {
+    import(mp.b);
+    ADD_FAILURE() << "expected OnnxUnsupported";
+  } catch (const OnnxUnsupported& e) {
+    EXPECT_EQ(e.constant_input, "n");
+    EXPECT_HAS(e.what(), "computed from graph input 'n'");
+  }
+  Graph bound = import(mp.b, {{"n", scalar_i64(4)}});
+  EXPECT_EQ(bound.type(bound.outputs[0]).shape, (std::vector<int64_t>{4}));
+}
+
+/// One node of the ai.onnx.ml domain (opset `ml_opset`; the default domain not imported).
+std::string ml_model(const std::string& op, const std::vector<In>& ins, const std::vector<Pb>& attrs, int64_t ml_opset,
+                     bool import_ml = true) {
+  Pb n;
+  for (const In& x : ins) n.s(1, x.name);
+  n.s(2, "y").s(3, "n").s(4, op).s(7, "ai.onnx.ml");
+  for (const Pb& a : attrs) n.m(5, a);
+  Pb g;
+  g.m(1, n).s(2, "g");
+  for (const In& x : ins) g.m(11, value(x));
+  g.m(12, Pb().s(1, "y"));
+  Pb mp;
+  mp.i(1, 8).m(7, g).m(8, Pb().s(1, import_ml ? "ai.onnx.ml" : "").i(2, import_ml ? ml_opset : 17));
+  return mp.b;
+}
+
+TEST(MiscOpsImport, MachineLearningDomainOperators) {
+  REQUIRE_FRONTEND();
+  Graph g = import(ml_model("Binarizer", {{"x", kFloat, {2, 3}}}, {real("threshold", 0.5f)}, 1));
+  runtime::NDArray x = ramp({2, 3});
+  runtime::NDArray y = run_reference(g, {x})[0];
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(y.get(i), x.get(i) > 0.5 ? 1.0 : 0.0) << i;
+  Graph a = import(ml_model("ArrayFeatureExtractor", {{"x", kFloat, {5}}, {"i", kInt64, {2}}}, {}, 1));
+  runtime::NDArray idx = runtime::NDArray::empty({2}, DataType::Int(64));
+  idx.data<int64_t>()[0] = 4;
+  idx.data<int64_t>()[1] = 1;
+  runtime::NDArray v = ramp({5}), picked = run_reference(a, {v, idx})[0];
+  ASSERT_EQ(picked.shape(), (std::vector<int64_t>{1, 2}));  // a vector is one row
+  EXPECT_EQ(picked.get(0), v.get(4));
+  EXPECT_EQ(picked.get(1), v.get(1));
+  EXPECT_HAS(import_error(ml_model("Binarizer", {{"x", kFloat, {2}}}, {}, 1, false)), "does not import the domain 'ai.onnx.ml'");
+  EXPECT_HAS(import_error(ml_model("LinearRegressor", {{"x", kFloat, {2}}}, {}, 1)), "LinearRegressor is not supported");
+}
+
 TEST(MiscOpsImport, Errors) {
   REQUIRE_FRONTEND();
   // DFT's axis must name a signal dim (not the trailing complex one).
