@@ -12,7 +12,7 @@ using detail::to_exprs;
 
 namespace {
 
-/// The batch index vars of `iv` (all but the last `trailing`) followed by `rest`.
+/// The first `batch` index vars of `iv` followed by `rest`.
 std::vector<Expr> at(const std::vector<Var>& iv, size_t batch, std::vector<Expr> rest) {
   std::vector<Expr> idx(iv.begin(), iv.begin() + long(batch));
   idx.insert(idx.end(), rest.begin(), rest.end());

@@ -305,6 +305,7 @@ TEST(MiscOpsImport, MachineLearningDomainOperators) {
   EXPECT_EQ(picked.get(1), v.get(1));
   EXPECT_HAS(import_error(ml_model("Binarizer", {{"x", kFloat, {2}}}, {}, 1, false)), "does not import the domain 'ai.onnx.ml'");
   EXPECT_HAS(import_error(ml_model("LinearRegressor", {{"x", kFloat, {2}}}, {}, 1)), "LinearRegressor is not supported");
+  EXPECT_HAS(import_error(ml_model("TreeEnsemble", {{"x", kFloat, {2, 2}}}, {}, 3)), "from ai.onnx.ml opset 5");
 }
 
 TEST(MiscOpsImport, Errors) {

@@ -48,6 +48,7 @@ std::vector<double> tensor_values(Importer& im, const std::string& name) {
 
 /// TreeEnsemble (ai.onnx.ml opset 5): X [N, F] -> [N, n_targets].
 void tree_ensemble(Importer& im) {
+  if (im.ml_opset() < 5) im.invalid(fmt::format("TreeEnsemble exists from ai.onnx.ml opset 5; the model imports {}", im.ml_opset()));
   const std::vector<int64_t> xs = im.input_shape(0);
   const DataType t = im.input_dtype(0);
   if (xs.size() != 2) im.invalid(fmt::format("X {} must be [N, features]", shape_str(xs)));
