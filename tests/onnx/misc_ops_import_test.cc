@@ -171,6 +171,21 @@ TEST(MiscOpsImport, DftMatchesTheSumOfTwiddlesForwardInverseOneSided) {
   for (int64_t i = 0; i < 24; ++i) EXPECT_NEAR(back.get(i), r.get(i), 1e-4);
 }
 
+TEST(MiscOpsImport, DftKeepsADoubleSignalDouble) {
+  REQUIRE_FRONTEND();
+  runtime::NDArray x = ramp({5, 1}, DataType::Float(64));
+  Graph g = import(model("DFT", {{"x", kDouble, {5, 1}}}, {"y"}, {integer("axis", 0)}, 17));
+  runtime::NDArray y = run_reference(g, {x})[0];
+  ASSERT_EQ(y.dtype(), DataType::Float(64));
+  ASSERT_EQ(y.shape(), (std::vector<int64_t>{5, 2}));
+  for (int64_t k = 0; k < 5; ++k) {
+    cd want = 0;
+    for (int64_t n = 0; n < 5; ++n) want += x.get(n) * std::polar(1.0, -2 * std::numbers::pi * double(k * n) / 5.0);
+    EXPECT_NEAR(y.get(2 * k), want.real(), 1e-12);
+    EXPECT_NEAR(y.get(2 * k + 1), want.imag(), 1e-12);
+  }
+}
+
 TEST(MiscOpsImport, StftFramesTheSignalAndWeightsByTheWindow) {
   REQUIRE_FRONTEND();
   runtime::NDArray x = ramp({1, 20, 1}), w = ramp({8});
