@@ -321,6 +321,9 @@ TEST(MiscOpsImport, MachineLearningDomainOperators) {
   EXPECT_HAS(import_error(ml_model("Binarizer", {{"x", kFloat, {2}}}, {}, 1, false)), "does not import the domain 'ai.onnx.ml'");
   EXPECT_HAS(import_error(ml_model("LinearRegressor", {{"x", kFloat, {2}}}, {}, 1)), "LinearRegressor is not supported");
   EXPECT_HAS(import_error(ml_model("TreeEnsemble", {{"x", kFloat, {2, 2}}}, {}, 3)), "from ai.onnx.ml opset 5");
+  // The converters' keys are not default-domain operators.
+  EXPECT_HAS(import_error(model("ai.onnx.ml.Binarizer", {{"x", kFloat, {2}}}, {"y"}, {}, 17)),
+             "operator ai.onnx.ml.Binarizer is not supported");
 }
 
 TEST(MiscOpsImport, Errors) {

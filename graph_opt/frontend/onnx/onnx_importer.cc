@@ -499,7 +499,10 @@ void Importer::convert(int index) {
   if (!domain.empty() && domain != "ai.onnx" && !ml)
     unsupported(fmt::format("operators of domain '{}' are not supported", domain));
   if (ml && ml_opset_ == 0) invalid(fmt::format("the model does not import the domain '{}' of its operator", domain));
-  auto it = converters().find(ml ? std::string(kOnnxMlDomain) + "." + node_->op_type() : node_->op_type());
+  // ONNX operator names hold no '.'; a default-domain one that does must not reach an ai.onnx.ml converter.
+  auto it = !ml && node_->op_type().find('.') != std::string::npos
+                ? converters().end()
+                : converters().find(ml ? std::string(kOnnxMlDomain) + "." + node_->op_type() : node_->op_type());
   if (auto since = first_opset(node_->op_type()); !ml && since > opset_)
     invalid(fmt::format("operator {} exists from opset {}; the model imports opset {}", node_->op_type(), since, opset_));
   if (it == converters().end())
