@@ -2,6 +2,7 @@
 // a frame of variable slots (ints and doubles), then run for every output element.
 #include "loom/te/evaluate.h"
 
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <type_traits>
@@ -559,6 +560,38 @@ class Program {
     return int_code([x, y, cmp](Frame& fr) { return int64_t(cmp(x(fr), y(fr))); });
   }
 
+  /// The bits of `arg` (one lane) as `to`, of the same width.
+  Code reinterpret(const Expr& arg, DataType to) {
+    const DataType from = arg.dtype();
+    LOOM_CHECK(from.lanes() == 1 && to.lanes() == 1 && from.bits() == to.bits() && !from.is_bool() && !to.is_bool(),
+               "evaluate: compute '{}': reinterpret of {} as {} (one lane of one width)", op_name_, from.str(), to.str());
+    Code a = compile(arg);
+    const int bits = from.bits();
+    std::function<uint64_t(Frame&)> raw;
+    if (from.is_float()) {
+      FloatFn x = as_float(a);
+      raw = [x, bits](Frame& fr) -> uint64_t {
+        const double v = x(fr);
+        if (bits == 64) return std::bit_cast<uint64_t>(v);
+        if (bits == 32) return std::bit_cast<uint32_t>(float(v));
+        return runtime::float_to_half(float(v));
+      };
+    } else {
+      IntFn x = as_int(a);
+      raw = [x, bits](Frame& fr) -> uint64_t {
+        return bits == 64 ? uint64_t(x(fr)) : uint64_t(x(fr)) & ((uint64_t(1) << bits) - 1);
+      };
+    }
+    if (to.is_float())
+      return float_code([raw, bits](Frame& fr) -> double {
+        const uint64_t r = raw(fr);
+        if (bits == 64) return std::bit_cast<double>(r);
+        if (bits == 32) return double(std::bit_cast<float>(uint32_t(r)));
+        return double(runtime::half_to_float(uint16_t(r)));
+      });
+    return int_code(wrapped(to, [raw](Frame& fr) { return int64_t(raw(fr)); }));
+  }
+
   Code call(const CallNode* op) {
     DataType t = op->dtype;
     auto nargs = [&](size_t k) {
@@ -620,6 +653,9 @@ class Program {
             return b < 0 || b >= bits ? 0 : int64_t(ua >> b);
         }
       }));
+    } else if (op->name == "reinterpret") {
+      nargs(1);
+      return reinterpret(op->args[0], t);
     } else if (op->name == "fma") {
       nargs(3);
       FloatFn x = as_float(compile(op->args[0])), y = as_float(compile(op->args[1])),

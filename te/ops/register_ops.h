@@ -37,6 +37,10 @@ std::vector<OpDef> shape_ops();
 std::vector<OpDef> spatial_nd_ops();
 /// resample, grid_sample.
 std::vector<OpDef> resize_ops();
+/// det, bitcast.
+std::vector<OpDef> linalg_ops();
+/// roi_align, deform_conv2d.
+std::vector<OpDef> vision_ops();
 
 /// An attribute spec with a default (`required` makes one without).
 inline AttrSpec attr(std::string name, AttrKind kind, std::optional<AttrValue> def, std::string doc) {

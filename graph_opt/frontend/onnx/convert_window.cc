@@ -3,18 +3,10 @@
 #include <fmt/ranges.h>
 
 #include "loom/te/ops/spatial_nd.h"
-#include "onnx_importer.h"
+#include "convert_window.h"
 
 namespace loom::graph_opt::onnx_frontend {
-namespace {
 
-/// The spatial window of Conv and the pools, over r spatial dims.
-struct Window {
-  std::vector<int64_t> kernel, strides, dilations;
-  std::vector<int64_t> pads;  // the r begins, then the r ends
-};
-
-/// The shape of input 0 of Conv, ConvTranspose and the pools: N, C and 1 to 3 spatial dims.
 std::vector<int64_t> spatial_input(Importer& im) {
   std::vector<int64_t> s = im.input_shape(0);
   if (s.size() < 3 || s.size() > 5)
@@ -22,6 +14,8 @@ std::vector<int64_t> spatial_input(Importer& im) {
         fmt::format("input X {} has rank {}; expected 3-D, 4-D or 5-D (N, C, spatial…)", shape_str(s), s.size()));
   return s;
 }
+
+namespace {
 
 /// An ints attribute of `n` values (all `fill` when absent).
 std::vector<int64_t> ints_of(Importer& im, const char* name, size_t n, int64_t fill) {
@@ -33,9 +27,9 @@ std::vector<int64_t> ints_of(Importer& im, const char* name, size_t n, int64_t f
   return v;
 }
 
-/// Kernel, strides, dilations and explicit pads from ONNX's attributes for input spatial
-/// extents `in` (auto_pad resolved).
-Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool has_dilations = true) {
+}  // namespace
+
+Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool has_dilations) {
   const size_t r = in.size();
   Window w;
   w.kernel = std::move(kernel);
@@ -66,7 +60,6 @@ Window read_window(Importer& im, const std::vector<int64_t>& in, std::vector<int
   return w;
 }
 
-/// The kernel_shape attribute, checked against the weight's spatial extents when given.
 std::vector<int64_t> kernel_of(Importer& im, const std::vector<int64_t>& w) {
   std::vector<int64_t> spatial(w.begin() + 2, w.end());
   std::vector<int64_t> kernel = im.attr_ints("kernel_shape", spatial);
@@ -75,9 +68,6 @@ std::vector<int64_t> kernel_of(Importer& im, const std::vector<int64_t>& w) {
   return kernel;
 }
 
-/// A convolution of `data` [N,C,spatial...] by `weight` [M,C/groups,k...] (+ bias [M]) with
-/// stride, pads (begins then ends) and dilation per spatial dim: conv2d for 2-D, conv2d on a
-/// unit height for 1-D, conv3d for 3-D.
 Value emit_conv(Importer& im, Value data, Value weight, std::optional<Value> bias, const Window& w, int64_t groups) {
   const std::vector<int64_t> x = im.type(data).shape, k = im.type(weight).shape;
   const size_t r = x.size() - 2;
@@ -99,6 +89,8 @@ Value emit_conv(Importer& im, Value data, Value weight, std::optional<Value> bia
   std::vector<int64_t> ys = im.type(y).shape;
   return im.reshape(y, {ys[0], ys[1], ys[3]});
 }
+
+namespace {
 
 void conv(Importer& im) {
   std::vector<int64_t> x = spatial_input(im);

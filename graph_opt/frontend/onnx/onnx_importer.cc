@@ -71,6 +71,11 @@ const std::map<std::string, Converter>& converters() {
     add_grid_converters(m);
     add_attention_converters(m);
     add_quant_converters(m);
+    add_qconv_converters(m);
+    add_signal_converters(m);
+    add_misc_converters(m);
+    add_sequence_converters(m);
+    add_ml_converters(m);
     add_recurrent_converters(m);
     add_softmax_converters(m);
     add_tensor_converters(m);
@@ -134,15 +139,35 @@ runtime::NDArray Importer::const_input(int i, const std::string& what) const {
   Value v = input(i);
   const runtime::NDArray* a = constant_of(v);
   if (!a) {
-    const bool graph_input = builder_.graph().nodes.at(size_t(v.node)).is_input();
+    const Graph& g = builder_.graph();
+    const bool graph_input = g.nodes.at(size_t(v.node)).is_input();
     auto unfolded = unfolded_.find(v.node);
+    // A value computed from a graph input (a shape, a window's length) folds once that input is bound.
+    std::string source;
+    if (!graph_input && unfolded == unfolded_.end()) {
+      std::vector<int> stack{v.node};
+      std::set<int> seen;
+      while (!stack.empty() && source.empty()) {
+        const int n = stack.back();
+        stack.pop_back();
+        if (!seen.insert(n).second) continue;
+        const Node& node = g.nodes.at(size_t(n));
+        if (node.is_input()) source = node.name;
+        if (unfolded_.count(n)) break;
+        if (node.is_op())
+          for (ValueRef in : node.inputs) stack.push_back(in.node);
+      }
+    }
     throw OnnxUnsupported(fmt::format("{}: {} (input {} '{}') is computed at run time; loom needs it constant at import{}",
                                       where(), what, i, node_->input(i),
                                       graph_input ? " (bind the graph input to a value: OnnxImportOptions::bind_inputs)"
                                       : unfolded != unfolded_.end()
                                           ? " (it was not folded at import: " + unfolded->second + ")"
+                                      : !source.empty()
+                                          ? " (it is computed from graph input '" + source +
+                                                "': bind that input to a value: OnnxImportOptions::bind_inputs)"
                                           : ""),
-                          graph_input ? node_->input(i) : "");
+                          graph_input ? node_->input(i) : source);
   }
   return *a;
 }
@@ -482,9 +507,15 @@ void Importer::convert(const onnx::GraphProto& g, int index) {
   for (const auto& a : node_->attribute())
     if (!names.insert(a.name()).second) invalid(fmt::format("attribute '{}' is given more than once", a.name()));
   const std::string& domain = node_->domain();
-  if (!domain.empty() && domain != "ai.onnx") unsupported(fmt::format("operators of domain '{}' are not supported", domain));
-  auto it = converters().find(node_->op_type());
-  if (auto since = first_opset(node_->op_type()); since > opset_)
+  const bool ml = domain == kOnnxMlDomain;
+  if (!domain.empty() && domain != "ai.onnx" && !ml)
+    unsupported(fmt::format("operators of domain '{}' are not supported", domain));
+  if (ml && ml_opset_ == 0) invalid(fmt::format("the model does not import the domain '{}' of its operator", domain));
+  // ONNX operator names hold no '.'; a default-domain one that does must not reach an ai.onnx.ml converter.
+  auto it = !ml && node_->op_type().find('.') != std::string::npos
+                ? converters().end()
+                : converters().find(ml ? std::string(kOnnxMlDomain) + "." + node_->op_type() : node_->op_type());
+  if (auto since = first_opset(node_->op_type()); !ml && since > opset_)
     invalid(fmt::format("operator {} exists from opset {}; the model imports opset {}", node_->op_type(), since, opset_));
   if (it == converters().end())
     unsupported(fmt::format("operator {} is not supported (loom imports {})", node_->op_type(),
@@ -538,6 +569,11 @@ void Importer::set_graph_outputs() {
 
 Graph Importer::run() {
   for (const auto& o : model_.opset_import()) {
+    if (o.domain() == kOnnxMlDomain) {
+      LOOM_CHECK(o.version() > 0 && o.version() <= INT32_MAX, "onnx: {}: {} opset version {} is not valid", source_,
+                 kOnnxMlDomain, o.version());
+      ml_opset_ = int(o.version());
+    }
     if (!o.domain().empty() && o.domain() != "ai.onnx") continue;
     if (opset_ != 0 && o.version() != opset_)
       fail("onnx: {}: the model imports the default-domain opset twice (versions {} and {})", source_, opset_,
@@ -546,12 +582,13 @@ Graph Importer::run() {
                source_, o.version());
     opset_ = int(o.version());
   }
-  if (opset_ == 0) throw OnnxUnsupported(fmt::format("onnx: {}: the model imports no default-domain opset", source_));
-  if (opset_ < kOldestOnnxOpset)
+  if (opset_ == 0 && ml_opset_ == 0)
+    throw OnnxUnsupported(fmt::format("onnx: {}: the model imports no default-domain opset", source_));
+  if (opset_ != 0 && opset_ < kOldestOnnxOpset)
     throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is older than {}, the oldest loom imports "
                                       "(convert it with onnx.version_converter)",
                                       source_, opset_, kOldestOnnxOpset));
-  if (opset_ > kNewestOnnxOpset)
+  if (opset_ != 0 && opset_ > kNewestOnnxOpset)
     throw OnnxUnsupported(fmt::format("onnx: {}: opset {} is newer than {}, the newest loom imports (operators may "
                                       "have changed meaning since)",
                                       source_, opset_, kNewestOnnxOpset));

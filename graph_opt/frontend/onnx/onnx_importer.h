@@ -46,6 +46,8 @@ class Importer {
   // ---- the node being converted
   const onnx::NodeProto& node() const { return *node_; }
   int opset() const { return opset_; }
+  /// The model's ai.onnx.ml opset (0 when it imports none).
+  int ml_opset() const { return ml_opset_; }
   /// Inputs as written (empty names included: absent optional inputs).
   int num_inputs() const { return node_->input_size(); }
   bool has_input(int i) const { return i < node_->input_size() && !node_->input(i).empty(); }
@@ -139,6 +141,7 @@ class Importer {
   std::string source_, base_dir_;
   OnnxImportOptions opt_;
   int opset_ = 0;
+  int ml_opset_ = 0;
   GraphBuilder builder_;
   std::map<std::string, OnnxValue> values_;       // by ONNX value name
   std::map<int, runtime::NDArray> constants_;     // by node index of the graph being built
@@ -161,6 +164,9 @@ inline constexpr int64_t kMaxBroadcastBytes = int64_t(256) << 20;
 
 /// Converts the current node of the importer.
 using Converter = std::function<void(Importer&)>;
+/// The domain of ONNX's traditional machine-learning operators; their converters are keyed
+/// "ai.onnx.ml.<op type>".
+inline constexpr const char* kOnnxMlDomain = "ai.onnx.ml";
 /// Converters by ONNX op type.
 const std::map<std::string, Converter>& converters();
 /// The first default-domain opset that has operator `op_type` (kOldestOnnxOpset for the
@@ -182,6 +188,11 @@ void add_control_flow_converters(std::map<std::string, Converter>& out);
 void add_grid_converters(std::map<std::string, Converter>& out);
 void add_attention_converters(std::map<std::string, Converter>& out);
 void add_quant_converters(std::map<std::string, Converter>& out);
+void add_qconv_converters(std::map<std::string, Converter>& out);
+void add_signal_converters(std::map<std::string, Converter>& out);
+void add_misc_converters(std::map<std::string, Converter>& out);
+void add_sequence_converters(std::map<std::string, Converter>& out);
+void add_ml_converters(std::map<std::string, Converter>& out);
 
 /// The names node `n`'s subgraphs (recursively) read from outside themselves.
 std::vector<std::string> outer_references(const onnx::NodeProto& n);

@@ -76,7 +76,8 @@ Graph load_model(const std::string& path, const OnnxImportOptions& opt = {});
 
 /// True when this build has the ONNX frontend.
 bool onnx_frontend_available();
-/// The ONNX operators (default domain) the frontend imports, sorted.
+/// The ONNX operators the frontend imports, sorted: default-domain op types, and those of
+/// the ai.onnx.ml domain as "ai.onnx.ml.<op type>".
 std::vector<std::string> onnx_supported_ops();
 
 }  // namespace loom::graph_opt

@@ -22,6 +22,8 @@
 
 #include "loom/te/ops/shape.h"
 #include "loom/te/ops/logic.h"
+#include "loom/te/ops/linalg.h"
+#include "loom/te/ops/vision.h"
 #include "loom/te/ops/search.h"
 #include "loom/te/ops/spatial_nd.h"
 #include "loom/te/tensor.h"
