@@ -26,6 +26,7 @@
 #include "loom/te/ops/spatial_nd.h"
 #include "loom/te/tensor.h"
 #include "loom/te/ops/quantize.h"
+#include "loom/te/ops/qnn.h"
 #include "loom/te/ops/softmax_family.h"
 
 namespace loom::te::ops {
