@@ -134,7 +134,11 @@ Template conv2d_nchwc_int8_template() {
     p.values["reduce_order"] = {0, 1, 2};
     p.values["rows_outer"] = {0};
     p.labels["unroll_rc"] = "unroll";
-    return tmpl::closest_config(sp, p);
+    // The closest tile within the accumulator limit (e.g. 3 channel blocks cannot take 14 columns).
+    return tmpl::closest_config(sp, p, [](const ConfigEntity& e) {
+      return e.value("tile_oc").back() * e.value("tile_oh").back() * e.value("tile_ow").back() <=
+             int8::kMaxAccumulators;
+    });
   };
   return t;
 }
