@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 
+#include "loom/te/ops/qnn.h"
 #include "onnx_importer.h"
 
 namespace loom::graph_opt::onnx_frontend {
@@ -66,6 +67,94 @@ const runtime::NDArray* constant_f32(Importer& im, Value v) {
   return a && a->dtype() == DataType::Float(32) ? a : nullptr;
 }
 
+/// The padding of a conv2d as {top, left, bottom, right}.
+std::vector<int64_t> padding4(const te::ops::Attrs& a) {
+  std::vector<int64_t> p = te::ops::attr_ints(a, "padding");
+  if (p.size() == 2) p = {p[0], p[1], p[0], p[1]};
+  return p;
+}
+
+/// conv2d(x - x_zp, w) + bias as conv2d_int8 (uint8 data, int8 weights, int32 accumulation:
+/// the int8 template's kernel once alter_layout blocks it) with x's zero point folded into
+/// the bias, bias - x_zp · sum(w) per output channel, and the padding, when x_zp is not 0,
+/// an explicit pad with x_zp: when x is uint8 with one constant zero point, w a constant int8
+/// array with zero points 0, the conv NCHW with groups 1 and channel counts that are
+/// multiples of the template's 16-channel block. Nullopt otherwise.
+std::optional<Value> u8s8_conv(Importer& im, const Node& conv, const Importer::Dequantized& x,
+                               const Importer::Dequantized& w, std::optional<Value> bias) {
+  const runtime::NDArray *xz = im.constant_of(x.zero_point), *wz = im.constant_of(w.zero_point),
+                         *wq = im.constant_of(w.q);
+  if (im.type(x.q).dtype != DataType::UInt(8) || im.type(w.q).dtype != DataType::Int(8) || !xz || !wz || !wq ||
+      xz->numel() != 1 || te::ops::attr_str(conv.attrs, "layout") != "NCHW" ||
+      te::ops::attr_int(conv.attrs, "groups") != 1 || wq->shape().size() != 4 ||
+      wq->shape()[0] % te::ops::kInt8Block != 0 || wq->shape()[1] % te::ops::kInt8Block != 0)
+    return std::nullopt;
+  for (int64_t i = 0; i < wz->numel(); ++i)
+    if (wz->get(i) != 0) return std::nullopt;
+  const runtime::NDArray* b = bias ? im.constant_of(*bias) : nullptr;
+  if (bias && !b) return std::nullopt;
+  const int64_t x_zp = int64_t(xz->get(0));
+  const int64_t channels = wq->shape()[0], per = wq->numel() / channels;
+  runtime::NDArray folded = runtime::NDArray::empty({channels}, DataType::Int(32));
+  for (int64_t k = 0; k < channels; ++k) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < per; ++i) sum += int64_t(wq->data<int8_t>()[k * per + i]);
+    const int64_t v = (b ? int64_t(b->get(b->numel() == 1 ? 0 : k)) : 0) - x_zp * sum;
+    if (v < INT32_MIN || v > INT32_MAX) return std::nullopt;
+    folded.data<int32_t>()[k] = int32_t(v);
+  }
+  te::ops::Attrs attrs = conv.attrs;
+  attrs.erase("layout");
+  attrs.erase("groups");
+  Value data = x.q;
+  const std::vector<int64_t> p = padding4(conv.attrs);
+  if (x_zp != 0 && (p[0] || p[1] || p[2] || p[3])) {
+    // Centered, the padding is 0; uncentered it is x_zp.
+    data = im.op("pad", {data}, {{"pads", std::vector<int64_t>{0, 0, p[0], p[1], 0, 0, p[2], p[3]}},
+                                 {"pad_value", double(x_zp)}});
+    attrs["padding"] = std::vector<int64_t>{0, 0};
+  }
+  std::vector<Value> inputs{data, w.q};
+  if (bias || x_zp != 0) inputs.push_back(im.constant(folded, "bias"));
+  return im.op("conv2d_int8", inputs, attrs);
+}
+
+/// conv2d(x - x_zp, w - w_zp) + bias computed in float32 and cast to int32, exact because no
+/// partial sum can exceed 2^24 in magnitude: max|x - x_zp| · sum|w - w_zp| over one output
+/// channel's taps stays below it (a first layer of 3 channels, a depthwise 3x3, a narrow 1x1).
+/// The convolution then runs on the float32 templates (conv2d_nchwc, depthwise_conv2d_nchwc)
+/// with the bias and the requantization as its epilogue. When x's zero point is one constant,
+/// w and its zero points constants, and the bound holds; nullopt otherwise.
+std::optional<Value> float_exact_conv(Importer& im, const Node& conv, const Importer::Dequantized& x,
+                                      const Importer::Dequantized& w, std::optional<Value> bias) {
+  const runtime::NDArray *xz = im.constant_of(x.zero_point), *wz = im.constant_of(w.zero_point),
+                         *wq = im.constant_of(w.q);
+  if (!xz || !wz || !wq || xz->numel() != 1 || wq->shape().size() != 4) return std::nullopt;
+  const DataType xt = im.type(x.q).dtype;
+  if (xt != DataType::UInt(8) && xt != DataType::Int(8)) return std::nullopt;
+  const double x_zp = xz->get(0), x_lo = xt == DataType::UInt(8) ? 0 : -128, x_hi = x_lo + 255;
+  const double x_max = std::max(std::abs(x_hi - x_zp), std::abs(x_lo - x_zp));
+  const int64_t channels = wq->shape()[0], per = wq->numel() / channels;
+  if (wz->numel() != 1 && wz->numel() != channels) return std::nullopt;
+  runtime::NDArray centered = runtime::NDArray::empty(wq->shape(), DataType::Float(32));
+  for (int64_t k = 0; k < channels; ++k) {
+    const double zp = wz->get(wz->numel() == 1 ? 0 : k);
+    double total = 0;
+    for (int64_t i = 0; i < per; ++i) {
+      const double v = wq->get(k * per + i) - zp;
+      centered.data<float>()[k * per + i] = float(v);
+      total += std::abs(v);
+    }
+    if (total * x_max >= double(1 << 24)) return std::nullopt;
+  }
+  const size_t rank = im.type(x.q).shape.size();
+  Value data = im.op("subtract", {cast_to(im, x.q, DataType::Float(32)),
+                                  im.scalar(x_zp, DataType::Float(32), rank, "x_zero_point")});
+  Value acc = cast_to(im, im.op("conv2d", {data, im.constant(centered, "weight")}, conv.attrs), DataType::Int(32));
+  if (bias) acc = im.op("add", {acc, im.reshape(*bias, {1, channels, 1, 1})});
+  return acc;
+}
+
 /// quantize(conv2d(dequantize(xq), dequantize(wq)[, dequantize(bias_q)]), y_scale, y_zero_point)
 /// as requantize(conv2d(xq - x_zp, wq - w_zp[, bias_q]) in int32, x_scale·w_scale / y_scale):
 /// when x's scale and zero point are one value each, w's one per output channel (or one), the
@@ -94,26 +183,30 @@ std::optional<Value> integer_conv(Importer& im, Value y, Value y_scale, Value y_
     bias_scale.data<float>()[c] = x_s * w_s;
     mult.data<float>()[c] = (x_s * w_s) / y_s;
   }
-  std::vector<Value> inputs;
   const DataType i32 = DataType::Int(32);
-  auto centered = [&](const Importer::Dequantized& d) {
-    return im.op("subtract", {cast_to(im, d.q, i32), cast_to(im, d.zero_point, i32)});
-  };
-  inputs.push_back(centered(*x));
-  inputs.push_back(centered(*w));
+  std::optional<Value> bias;
   if (conv.inputs.size() > 2) {
     const Importer::Dequantized* b = im.dequantized(conv.inputs[2]);
     if (!b || im.type(b->q).dtype != i32) return std::nullopt;
     const runtime::NDArray *bs = constant_f32(im, b->scale), *bz = im.constant_of(b->zero_point);
-    if (!bs || !bz || bs->numel() != channels && bs->numel() != 1) return std::nullopt;
+    if (!bs || !bz || (bs->numel() != channels && bs->numel() != 1)) return std::nullopt;
     for (int64_t c = 0; c < channels; ++c)
       if (bs->data<float>()[bs->numel() == 1 ? 0 : c] != bias_scale.data<float>()[c] || bz->get(0) != 0 ||
           (bz->numel() > 1 && bz->get(c) != 0))
         return std::nullopt;
-    inputs.push_back(b->q);
+    bias = b->q;
   }
-  Value acc = im.op("conv2d", inputs, conv.attrs);
-  return im.op("requantize", {acc, im.constant(mult, "multiplier"), im.reshape(y_zp, {1, 1, 1, 1})},
+  std::optional<Value> acc = u8s8_conv(im, conv, *x, *w, bias);
+  if (!acc) acc = float_exact_conv(im, conv, *x, *w, bias);
+  if (!acc) {
+    auto centered = [&](const Importer::Dequantized& d) {
+      return im.op("subtract", {cast_to(im, d.q, i32), cast_to(im, d.zero_point, i32)});
+    };
+    std::vector<Value> inputs{centered(*x), centered(*w)};
+    if (bias) inputs.push_back(*bias);
+    acc = im.op("conv2d", inputs, conv.attrs);
+  }
+  return im.op("requantize", {*acc, im.constant(mult, "multiplier"), im.reshape(y_zp, {1, 1, 1, 1})},
                {{"dtype", out.str()}});
 }
 
