@@ -80,13 +80,13 @@ std::vector<int64_t> padding4(const te::ops::Attrs& a) {
 /// an explicit pad with x_zp: when x is uint8 with one constant zero point, w a constant int8
 /// array with zero points 0, the conv NCHW with groups 1 and channel counts that are
 /// multiples of the template's 16-channel block. Nullopt otherwise.
-std::optional<Value> u8s8_conv(Importer& im, const Node& conv, const Importer::Dequantized& x,
+std::optional<Value> u8s8_conv(Importer& im, const te::ops::Attrs& conv_attrs, const Importer::Dequantized& x,
                                const Importer::Dequantized& w, std::optional<Value> bias) {
   const runtime::NDArray *xz = im.constant_of(x.zero_point), *wz = im.constant_of(w.zero_point),
                          *wq = im.constant_of(w.q);
   if (im.type(x.q).dtype != DataType::UInt(8) || im.type(w.q).dtype != DataType::Int(8) || !xz || !wz || !wq ||
-      xz->numel() != 1 || te::ops::attr_str(conv.attrs, "layout") != "NCHW" ||
-      te::ops::attr_int(conv.attrs, "groups") != 1 || wq->shape().size() != 4 ||
+      xz->numel() != 1 || te::ops::attr_str(conv_attrs, "layout") != "NCHW" ||
+      te::ops::attr_int(conv_attrs, "groups") != 1 || wq->shape().size() != 4 ||
       wq->shape()[0] % te::ops::kInt8Block != 0 || wq->shape()[1] % te::ops::kInt8Block != 0)
     return std::nullopt;
   for (int64_t i = 0; i < wz->numel(); ++i)
@@ -103,11 +103,11 @@ std::optional<Value> u8s8_conv(Importer& im, const Node& conv, const Importer::D
     if (v < INT32_MIN || v > INT32_MAX) return std::nullopt;
     folded.data<int32_t>()[k] = int32_t(v);
   }
-  te::ops::Attrs attrs = conv.attrs;
+  te::ops::Attrs attrs = conv_attrs;
   attrs.erase("layout");
   attrs.erase("groups");
   Value data = x.q;
-  const std::vector<int64_t> p = padding4(conv.attrs);
+  const std::vector<int64_t> p = padding4(conv_attrs);
   if (x_zp != 0 && (p[0] || p[1] || p[2] || p[3])) {
     // Centered, the padding is 0; uncentered it is x_zp.
     data = im.op("pad", {data}, {{"pads", std::vector<int64_t>{0, 0, p[0], p[1], 0, 0, p[2], p[3]}},
@@ -125,7 +125,7 @@ std::optional<Value> u8s8_conv(Importer& im, const Node& conv, const Importer::D
 /// The convolution then runs on the float32 templates (conv2d_nchwc, depthwise_conv2d_nchwc)
 /// with the bias and the requantization as its epilogue. When x's zero point is one constant,
 /// w and its zero points constants, and the bound holds; nullopt otherwise.
-std::optional<Value> float_exact_conv(Importer& im, const Node& conv, const Importer::Dequantized& x,
+std::optional<Value> float_exact_conv(Importer& im, const te::ops::Attrs& conv_attrs, const Importer::Dequantized& x,
                                       const Importer::Dequantized& w, std::optional<Value> bias) {
   const runtime::NDArray *xz = im.constant_of(x.zero_point), *wz = im.constant_of(w.zero_point),
                          *wq = im.constant_of(w.q);
@@ -150,9 +150,24 @@ std::optional<Value> float_exact_conv(Importer& im, const Node& conv, const Impo
   const size_t rank = im.type(x.q).shape.size();
   Value data = im.op("subtract", {cast_to(im, x.q, DataType::Float(32)),
                                   im.scalar(x_zp, DataType::Float(32), rank, "x_zero_point")});
-  Value acc = cast_to(im, im.op("conv2d", {data, im.constant(centered, "weight")}, conv.attrs), DataType::Int(32));
+  Value acc = cast_to(im, im.op("conv2d", {data, im.constant(centered, "weight")}, conv_attrs), DataType::Int(32));
   if (bias) acc = im.op("add", {acc, im.reshape(*bias, {1, channels, 1, 1})});
   return acc;
+}
+
+/// The int32 accumulator conv2d(x - x_zp, w - w_zp) + bias (x's and w's zero points shaped to
+/// broadcast against them): u8s8_conv, else float_exact_conv, else conv2d in int32.
+Value integer_conv_acc(Importer& im, const te::ops::Attrs& conv_attrs, const Importer::Dequantized& x,
+                       const Importer::Dequantized& w, std::optional<Value> bias) {
+  if (std::optional<Value> acc = u8s8_conv(im, conv_attrs, x, w, bias)) return *acc;
+  if (std::optional<Value> acc = float_exact_conv(im, conv_attrs, x, w, bias)) return *acc;
+  const DataType i32 = DataType::Int(32);
+  auto centered = [&](const Importer::Dequantized& d) {
+    return im.op("subtract", {cast_to(im, d.q, i32), cast_to(im, d.zero_point, i32)});
+  };
+  std::vector<Value> inputs{centered(x), centered(w)};
+  if (bias) inputs.push_back(*bias);
+  return im.op("conv2d", inputs, conv_attrs);
 }
 
 /// quantize(conv2d(dequantize(xq), dequantize(wq)[, dequantize(bias_q)]), y_scale, y_zero_point)
@@ -196,17 +211,8 @@ std::optional<Value> integer_conv(Importer& im, Value y, Value y_scale, Value y_
         return std::nullopt;
     bias = b->q;
   }
-  std::optional<Value> acc = u8s8_conv(im, conv, *x, *w, bias);
-  if (!acc) acc = float_exact_conv(im, conv, *x, *w, bias);
-  if (!acc) {
-    auto centered = [&](const Importer::Dequantized& d) {
-      return im.op("subtract", {cast_to(im, d.q, i32), cast_to(im, d.zero_point, i32)});
-    };
-    std::vector<Value> inputs{centered(*x), centered(*w)};
-    if (bias) inputs.push_back(*bias);
-    acc = im.op("conv2d", inputs, conv.attrs);
-  }
-  return im.op("requantize", {*acc, im.constant(mult, "multiplier"), im.reshape(y_zp, {1, 1, 1, 1})},
+  Value acc = integer_conv_acc(im, conv.attrs, *x, *w, bias);
+  return im.op("requantize", {acc, im.constant(mult, "multiplier"), im.reshape(y_zp, {1, 1, 1, 1})},
                {{"dtype", out.str()}});
 }
 
@@ -340,6 +346,105 @@ void qlinear_matmul(Importer& im) {
   im.set_output(0, saturate(im, im.op("round", {d}), out), as.size() == 1 && bs.size() == 1);
 }
 
+/// The conv2d attributes of a 2-D ConvInteger or QLinearConv (data [N,C,H,W], weight
+/// [M,C/group,kH,kW]): strides, pads (or auto_pad), dilations and group as Conv reads them.
+te::ops::Attrs conv2d_attrs(Importer& im, const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
+  if (x.size() != 4 || w.size() != 4)
+    im.unsupported(fmt::format("data {} and weight {}: loom imports the 2-D form (4-D data and weight)", shape_str(x),
+                               shape_str(w)));
+  const std::vector<int64_t> kernel = im.attr_ints("kernel_shape", std::vector<int64_t>{w[2], w[3]});
+  if (kernel != std::vector<int64_t>{w[2], w[3]})
+    im.invalid(fmt::format("kernel_shape [{}] does not match the weight {}", fmt::join(kernel, ","), shape_str(w)));
+  const int64_t group = im.attr_int("group", 1);
+  if (group < 1 || x[1] % group || w[0] % group || x[1] / group != w[1])
+    im.invalid(fmt::format("input {} and weight {} do not fit group {}", shape_str(x), shape_str(w), group));
+  const std::vector<int64_t> s = im.attr_ints("strides", std::vector<int64_t>{1, 1});
+  const std::vector<int64_t> d = im.attr_ints("dilations", std::vector<int64_t>{1, 1});
+  std::vector<int64_t> p = im.attr_ints("pads", std::vector<int64_t>{0, 0, 0, 0});
+  if (s.size() != 2 || d.size() != 2 || p.size() != 4 || s[0] < 1 || s[1] < 1 || d[0] < 1 || d[1] < 1)
+    im.invalid(fmt::format("strides [{}], dilations [{}] and pads [{}] must hold 2, 2 and 4 values, positive strides "
+                           "and dilations", fmt::join(s, ","), fmt::join(d, ","), fmt::join(p, ",")));
+  const std::string auto_pad = im.attr_str("auto_pad", "NOTSET");
+  if (auto_pad == "VALID") {
+    p = {0, 0, 0, 0};
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t a = 0; a < 2; ++a) {
+      const int64_t in = x[a + 2], out = (in + s[a] - 1) / s[a];
+      const int64_t total = std::max<int64_t>(0, (out - 1) * s[a] + (kernel[a] - 1) * d[a] + 1 - in);
+      const int64_t small = total / 2, large = total - small;
+      p[a] = auto_pad == "SAME_UPPER" ? small : large;
+      p[a + 2] = auto_pad == "SAME_UPPER" ? large : small;
+    }
+  } else if (auto_pad != "NOTSET") {
+    im.invalid("auto_pad '" + auto_pad + "' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+  }
+  for (int64_t v : p)
+    if (v < 0) im.invalid(fmt::format("negative pads [{}]", fmt::join(p, ",")));
+  return {{"strides", s}, {"padding", p}, {"dilation", d}, {"groups", group}, {"layout", std::string("NCHW")}};
+}
+
+/// Input `q` (8-bit) of a ConvInteger/QLinearConv with its zero point (input `zp`, absent: 0)
+/// shaped to broadcast against it: one value, or for the weight one per output channel.
+Importer::Dequantized conv_operand(Importer& im, int q, int zp, bool weight) {
+  const DataType t = im.input_dtype(q);
+  if (t != DataType::UInt(8) && t != DataType::Int(8))
+    im.unsupported(fmt::format("input {} of type {} (uint8 and int8 only)", q, t.str()));
+  const std::vector<int64_t> qs = im.input_shape(q);
+  Importer::Dequantized d{im.input(q), Value{}, Value{}};
+  if (!im.has_input(zp)) {
+    d.zero_point = im.scalar(0, t, qs.size(), "zero_point");
+    return d;
+  }
+  if (im.input_dtype(zp) != t)
+    im.invalid(fmt::format("input {} is {} but its zero point is {}", q, t.str(), im.input_dtype(zp).str()));
+  const int64_t n = product(im.input_shape(zp));
+  std::vector<int64_t> shape(qs.size(), 1);
+  if (n != 1) {
+    if (!weight || n != qs[0])
+      im.invalid(fmt::format("zero point of {} elements for {} {} (one value{})", n, weight ? "weight" : "data",
+                             shape_str(qs), weight ? ", or one per output channel" : ""));
+    shape[0] = n;
+  }
+  d.zero_point = im.reshape(im.input(zp), shape);
+  return d;
+}
+
+/// ConvInteger: the int32 convolution of the zero-point-centered operands.
+void conv_integer(Importer& im) {
+  const std::vector<int64_t> x = im.input_shape(0), w = im.input_shape(1);
+  const te::ops::Attrs attrs = conv2d_attrs(im, x, w);
+  im.set_output(0, integer_conv_acc(im, attrs, conv_operand(im, 0, 2, false), conv_operand(im, 1, 3, true), std::nullopt));
+}
+
+/// QLinearConv: the int32 convolution (+ the int32 bias B) requantized by x_scale·w_scale /
+/// y_scale (one w_scale per output channel or one) to y's zero point and type.
+void qlinear_conv(Importer& im) {
+  const std::vector<int64_t> x = im.input_shape(0), w = im.input_shape(3);
+  const te::ops::Attrs attrs = conv2d_attrs(im, x, w);
+  const int64_t m = w[0];
+  for (int k : {1, 6})
+    if (product(im.input_shape(k)) != 1) im.unsupported(fmt::format("a scale of several values (input {})", k));
+  const int64_t nw = product(im.input_shape(4));
+  if (nw != 1 && nw != m) im.invalid(fmt::format("w_scale of {} elements for {} output channels", nw, m));
+  for (int k : {1, 4, 6})
+    if (!im.input_dtype(k).is_float()) im.invalid(fmt::format("input {} (a scale) must be floating point", k));
+  std::optional<Value> bias;
+  if (im.has_input(8)) {
+    if (im.input_dtype(8) != DataType::Int(32)) im.invalid(fmt::format("B must be int32, got {}", im.input_dtype(8).str()));
+    if (im.input_shape(8) != std::vector<int64_t>{m}) im.invalid(fmt::format("B {} is not [{}]", shape_str(im.input_shape(8)), m));
+    bias = im.input(8);
+  }
+  Value acc = integer_conv_acc(im, attrs, conv_operand(im, 0, 2, false), conv_operand(im, 3, 5, true), bias);
+  const DataType f32 = DataType::Float(32);
+  auto scale = [&](int k, int64_t n) { return im.reshape(cast_to(im, im.input(k), f32), {1, n, 1, 1}); };
+  Value mult = im.op("divide", {im.op("multiply", {scale(1, 1), scale(4, nw)}), scale(6, 1)});
+  const DataType out = im.has_input(7) ? im.input_dtype(7) : im.input_dtype(0);
+  quant_range(im, out);
+  Value zp = im.has_input(7) ? im.reshape(im.input(7), {1, 1, 1, 1}) : im.scalar(0, out, 4, "y_zero_point");
+  if (im.has_input(7) && product(im.input_shape(7)) != 1) im.unsupported("a y_zero_point of several values");
+  im.set_output(0, im.op("requantize", {acc, mult, zp}, {{"dtype", out.str()}}));
+}
+
 }  // namespace
 
 void add_quant_converters(std::map<std::string, Converter>& m) {
@@ -348,6 +453,8 @@ void add_quant_converters(std::map<std::string, Converter>& m) {
   m["DynamicQuantizeLinear"] = dynamic_quantize_linear;
   m["MatMulInteger"] = matmul_integer;
   m["QLinearMatMul"] = qlinear_matmul;
+  m["ConvInteger"] = conv_integer;
+  m["QLinearConv"] = qlinear_conv;
 }
 
 }  // namespace loom::graph_opt::onnx_frontend
