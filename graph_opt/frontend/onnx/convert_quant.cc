@@ -216,6 +216,78 @@ std::optional<Value> integer_conv(Importer& im, Value y, Value y_scale, Value y_
                {{"dtype", out.str()}});
 }
 
+/// quantize(matmul(dequantize(xq), dequantize(wq))[ + dequantize(bias_q)], y_scale, y_zp), the
+/// QDQ form of a Gemm or a 2-D MatMul by constant weights, as requantize(int32(matmul(xq - x_zp,
+/// wq - w_zp) in float32) + bias_q, x_scale·w_scale / y_scale): exact, as float_exact_conv's
+/// sums, when max|x - x_zp| · sum|w - w_zp| over one output column stays below 2^24; with x's
+/// scale and zero point, y's, and the bias's zero point one constant each, w's scale one or one
+/// per output column, the bias int32 of scale x_scale·w_scale. Nullopt (the float path) otherwise.
+std::optional<Value> integer_matmul(Importer& im, Value y, Value y_scale, Value y_zp, DataType out) {
+  Node mm = im.graph().nodes.at(size_t(y.node));  // copies: emitting below grows the graph
+  std::optional<Value> bias_value;
+  if (mm.is_op() && mm.op == "add" && mm.inputs.size() == 2) {
+    bias_value = mm.inputs[1];
+    mm = im.graph().nodes.at(size_t(mm.inputs[0].node));
+  }
+  if (!mm.is_op() || mm.op != "matmul" || mm.inputs.size() != 2 || te::ops::attr_int(mm.attrs, "transpose_a") != 0)
+    return std::nullopt;
+  const bool tb = te::ops::attr_int(mm.attrs, "transpose_b") != 0;
+  const Importer::Dequantized* x = im.dequantized(mm.inputs[0]);
+  const Importer::Dequantized* w = im.dequantized(mm.inputs[1]);
+  if (!x || !w || im.type(mm.inputs[0]).shape.size() != 2 || im.type(mm.inputs[1]).shape.size() != 2) return std::nullopt;
+  const runtime::NDArray *xs = constant_f32(im, x->scale), *ws = constant_f32(im, w->scale), *ys = constant_f32(im, y_scale);
+  const runtime::NDArray *xz = im.constant_of(x->zero_point), *wz = im.constant_of(w->zero_point), *wq = im.constant_of(w->q);
+  if (!xs || !ws || !ys || !xz || !wz || !wq || xs->numel() != 1 || ys->numel() != 1 || xz->numel() != 1 ||
+      !im.constant_of(y_zp) || product(im.type(y_zp).shape) != 1)
+    return std::nullopt;
+  const DataType xt = im.type(x->q).dtype;
+  if (xt != DataType::UInt(8) && xt != DataType::Int(8)) return std::nullopt;
+  const std::vector<int64_t> wsh = wq->shape();
+  const int64_t N = tb ? wsh[0] : wsh[1], K = tb ? wsh[1] : wsh[0];
+  // Per output column: along w's dim 0 when transposed, dim 1 otherwise.
+  auto per_column = [&](const runtime::NDArray* a, Value v) {
+    if (a->numel() == 1) return true;
+    const std::vector<int64_t> sh = im.type(v).shape;
+    return a->numel() == N && sh.size() == 2 && sh[tb ? 0 : 1] == N;
+  };
+  if (!per_column(ws, w->scale) || !per_column(wz, w->zero_point)) return std::nullopt;
+  const float x_s = xs->data<float>()[0], y_s = ys->data<float>()[0];
+  const double x_zp = xz->get(0), x_lo = xt == DataType::UInt(8) ? 0 : -128;
+  const double x_max = std::max(std::abs(x_lo + 255 - x_zp), std::abs(x_lo - x_zp));
+  runtime::NDArray centered = runtime::NDArray::empty(wsh, DataType::Float(32));
+  runtime::NDArray mult = runtime::NDArray::empty({1, N}, DataType::Float(32));
+  std::vector<float> bias_scale(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) {
+    const double zp = wz->get(wz->numel() == 1 ? 0 : n);
+    double total = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t i = tb ? n * K + k : k * N + n;
+      const double v = wq->get(i) - zp;
+      centered.data<float>()[i] = float(v);
+      total += std::abs(v);
+    }
+    if (total * x_max >= double(1 << 24)) return std::nullopt;
+    const float w_s = ws->data<float>()[ws->numel() == 1 ? 0 : n];
+    bias_scale[size_t(n)] = x_s * w_s;
+    mult.data<float>()[n] = (x_s * w_s) / y_s;
+  }
+  std::optional<Value> bias;
+  if (bias_value) {
+    const Importer::Dequantized* b = im.dequantized(*bias_value);
+    if (!b || im.type(b->q).dtype != DataType::Int(32) || product(im.type(b->q).shape) != N) return std::nullopt;
+    const runtime::NDArray *bs = constant_f32(im, b->scale), *bz = im.constant_of(b->zero_point);
+    if (!bs || !bz || (bs->numel() != N && bs->numel() != 1)) return std::nullopt;
+    for (int64_t n = 0; n < N; ++n)
+      if (bs->data<float>()[bs->numel() == 1 ? 0 : n] != bias_scale[size_t(n)] || bz->get(bz->numel() == 1 ? 0 : n) != 0)
+        return std::nullopt;
+    bias = im.reshape(b->q, {1, N});
+  }
+  Value data = im.op("subtract", {cast_to(im, x->q, DataType::Float(32)), im.scalar(x_zp, DataType::Float(32), 2, "x_zero_point")});
+  Value acc = cast_to(im, im.op("matmul", {data, im.constant(centered, "weight")}, mm.attrs), DataType::Int(32));
+  if (bias) acc = im.op("add", {acc, *bias});
+  return im.op("requantize", {acc, im.constant(mult, "multiplier"), im.reshape(y_zp, {1, 1})}, {{"dtype", out.str()}});
+}
+
 void quantize_linear(Importer& im) {
   const std::vector<int64_t> xs = im.input_shape(0);
   Value x = im.input(0), scale = im.input(1);
@@ -244,6 +316,8 @@ void quantize_linear(Importer& im) {
                             : im.scalar(0, out, std::max<size_t>(xs.size(), 1), "zero_point");
   if (work == xt && xt == DataType::Float(32))
     if (std::optional<Value> y = integer_conv(im, x, s, z, out)) return im.set_output(0, *y, im.input_scalar(0));
+  if (work == xt && xt == DataType::Float(32) && xs.size() == 2)
+    if (std::optional<Value> y = integer_matmul(im, x, s, z, out)) return im.set_output(0, *y, im.input_scalar(0));
   im.set_output(0, im.op("quantize", {cast_to(im, x, work), s, z}, {{"dtype", out.str()}}), im.input_scalar(0));
 }
 
