@@ -1,10 +1,13 @@
 // Converters of ONNX's quantization operators: QuantizeLinear and DequantizeLinear (per tensor,
 // per axis and blocked; the registry's quantize and dequantize), DynamicQuantizeLinear,
-// MatMulInteger and QLinearMatMul (integer matmuls accumulating exactly in int32), following
-// ONNX's reference arithmetic. A QuantizeLinear of a convolution of dequantized data and
-// weights (the QDQ form quantizers write) becomes the integer convolution that integer kernels
-// compute: int32 accumulation of the zero-point-centered values plus the int32 bias, requantized
-// by x_scale·w_scale / y_scale.
+// MatMulInteger and QLinearMatMul (integer matmuls accumulating exactly in int32), ConvInteger
+// and QLinearConv, following ONNX's reference arithmetic. A QuantizeLinear of a convolution of
+// dequantized data and weights (the QDQ form quantizers write), like QLinearConv, becomes the
+// integer convolution that integer kernels compute: int32 accumulation of the
+// zero-point-centered values plus the int32 bias, requantized by x_scale·w_scale / y_scale.
+// The accumulation is conv2d_int8 (uint8 × int8, the int8 template's kernel) where the types
+// and channel counts fit, else a float32 convolution where that is exact, else int32; a
+// QuantizeLinear of a Gemm/MatMul of dequantized operands likewise (exact float32).
 #include <cmath>
 #include <optional>
 
