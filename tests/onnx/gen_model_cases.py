@@ -49,35 +49,18 @@ import ort_run  # noqa: E402
 
 
 def quantized_case(out: str, name: str, model, inputs) -> dict:
-    """`name` quantized by ONNX Runtime's own tools as its docs say: quant_pre_process (shape
-    inference, batch norms folded), then quantize_static in QDQ format, uint8 activations and
-    int8 weights per channel with reduce_range (7-bit weights, as ONNX Runtime advises for x86
-    without VNNI, where its u8s8 kernels' 16-bit pair sums saturate otherwise), calibrated on
-    four seeded standard-normal inputs. The case's own tolerance is one quantization step of the
-    output (the scale of its last DequantizeLinear): loom computes the convolutions exactly in
-    integers as ONNX Runtime does, but its residual adds and average pooling in float, which may
-    round a value to the neighbouring step."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-    from onnxruntime.quantization.shape_inference import quant_pre_process
-
-    class Calibration(CalibrationDataReader):
-        def __init__(self):
-            rng = np.random.default_rng(7)
-            self.feeds = iter([{n: rng.standard_normal(s).astype(np.float32) for n, s in inputs} for _ in range(4)])
-
-        def get_next(self):
-            return next(self.feeds, None)
-
+    """`name` quantized by ONNX Runtime's own tools (export_models.quantize_qdq: QDQ, uint8
+    activations, per-channel int8 weights with reduce_range, calibrated on four seeded
+    standard-normal inputs), as bench/e2e's resnet18_int8 and mobilenet_v2_int8 are. The case's
+    own tolerance is one quantization step of the output (the scale of its last
+    DequantizeLinear): loom computes the convolutions exactly in integers as ONNX Runtime does,
+    but its residual adds and average pooling in float, which may round a value to the
+    neighbouring step."""
     case = name + "_int8"
     d = os.path.join(out, case)
     os.makedirs(d)
-    src, pre, path = os.path.join(d, "float.onnx"), os.path.join(d, "pre.onnx"), os.path.join(d, "model.onnx")
-    onnx.save(model, src)
-    quant_pre_process(src, pre, skip_symbolic_shape=True)  # static shapes: onnx shape inference suffices
-    quantize_static(pre, path, Calibration(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, reduce_range=True)
-    os.remove(src)
-    os.remove(pre)
+    path = os.path.join(d, "model.onnx")
+    export_models.quantize_qdq(model, inputs, path)
     q = onnx.load(path)
     last_dq = next(n for n in reversed(q.graph.node) if n.op_type == "DequantizeLinear")
     step = float(numpy_helper.to_array(next(i for i in q.graph.initializer if i.name == last_dq.input[1])))

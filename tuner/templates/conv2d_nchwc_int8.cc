@@ -20,6 +20,7 @@
 // 64-byte kernel load per output-channel block. The reduction runs over channel blocks,
 // kernel rows and columns in the order reduce_order, then the 4 groups of 4 channels of a
 // block (unrolled with unroll_rc).
+#include <loom/te/ops/qnn.h>
 #include <loom/te/tensor_intrinsics.h>
 
 #include "int8.h"
@@ -48,20 +49,7 @@ std::vector<Tensor> compute(const records::Workload& w) {
   const int64_t CB = d.C / kLanes, KB = d.K / kLanes, D = int8::kDepth;
   Tensor data = te::placeholder({d.N, CB, d.H, d.W, kLanes}, DataType::UInt(8), "data");
   Tensor kernel = te::placeholder({KB, CB, d.R, d.S, kLanes / D, kLanes, D}, DataType::Int(8), "kernel");
-  Tensor in = d.pad > 0 ? te::ops::pad(data, {0, 0, d.pad, d.pad, 0}) : data;
-  te::IterVar rco = te::reduce_axis({0, CB}, "rco");
-  te::IterVar ry = te::reduce_axis({0, d.R}, "ry");
-  te::IterVar rx = te::reduce_axis({0, d.S}, "rx");
-  te::IterVar rc4 = te::reduce_axis({0, kLanes / D}, "rc4");
-  te::IterVar rc1 = te::reduce_axis({0, D}, "rc1");
-  Tensor conv = te::compute(
-      {d.N, KB, d.OH, d.OW, kLanes},
-      [&](Var n, Var kb, Var oh, Var ow, Var v) {
-        te::Expr x = in(n, rco, oh * d.stride + ry, ow * d.stride + rx, rc4 * D + rc1);
-        te::Expr k = kernel(kb, rco, ry, rx, rc4, v, rc1);
-        return te::sum(te::cast(DataType::Int(32), x) * te::cast(DataType::Int(32), k), {rco, ry, rx, rc4, rc1});
-      },
-      "conv", "conv2d_nchwc_int8");
+  Tensor conv = te::ops::conv2d_nchwc_int8(data, kernel, {d.stride, d.stride}, {d.pad, d.pad}, "conv");
   if (!q.enabled()) return {data, kernel, conv};
   Tensor bias = te::placeholder({d.K}, DataType::Int(32), "bias");
   Tensor out = te::compute(
@@ -73,10 +61,10 @@ std::vector<Tensor> compute(const records::Workload& w) {
   return {data, kernel, bias, out};
 }
 
-schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& args, const Target&) {
-  Tensor out = args.back();
-  const bool requant = args.size() == 4;
-  Tensor conv = requant ? tmpl::find_input(out, "conv") : out;
+/// `out` is the int32 convolution (the template's "conv", or a fused kernel's anchor) and
+/// `output` what the kernel stores: `out` itself, or an elementwise epilogue of it (the
+/// template's own requantization, or a graph's).
+schedule::Schedule schedule_conv(ConfigContext& cfg, const Tensor& out, const Tensor& output, const Target&) {
   const int64_t KB = *te::as_const_int(out.shape()[1]), OH = *te::as_const_int(out.shape()[2]),
                 OW = *te::as_const_int(out.shape()[3]);
 
@@ -92,16 +80,11 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const std::vector<Tensor>& 
     throw InstantiationError(fmt::format("register tile of {}x{}x{} accumulators exceeds {}", oc, oh, ow,
                                          int8::kMaxAccumulators));
 
-  Schedule s = create_schedule({out});
+  Schedule s = tmpl::create_epilogue_schedule(out, output);
   const bool pad_inline = tmpl::schedule_pad(cfg, s, out, {0, 1});
-  schedule::Stage acc;
-  if (requant) {
-    acc = s[conv];
-    acc.set_scope("local");
-  } else {
-    acc = s[s.cache_write(out, "local")];
-  }
-  schedule::Stage so = s[out];
+  tmpl::OutputTile tile = tmpl::output_tile(s, out, output);
+  schedule::Stage acc = tile.acc;
+  schedule::Stage so = tile.out;
   auto kbp = cfg.apply_split("tile_oc", so, so.axis(1));
   auto ohp = cfg.apply_split("tile_oh", so, so.axis(2));
   auto owp = cfg.apply_split("tile_ow", so, so.axis(3));
@@ -138,7 +121,11 @@ Template conv2d_nchwc_int8_template() {
   t.check = [](const records::Workload& w) { check(w); };
   t.flop = [](const records::Workload& w) { return tmpl::conv_dims(w).flop(); };
   t.compute = compute;
-  t.schedule = schedule_conv;
+  t.schedule = [](ConfigContext& cfg, const std::vector<Tensor>& args, const Target& target) {
+    const Tensor out = args.back();
+    return schedule_conv(cfg, args.size() == 4 ? tmpl::find_input(out, "conv") : out, out, target);
+  };
+  t.schedule_epilogue = schedule_conv;
   t.default_config = [](const ConfigSpace& sp) {
     tmpl::Preferences p;
     p.values["tile_oc"] = {-1, 2};
@@ -147,7 +134,11 @@ Template conv2d_nchwc_int8_template() {
     p.values["reduce_order"] = {0, 1, 2};
     p.values["rows_outer"] = {0};
     p.labels["unroll_rc"] = "unroll";
-    return tmpl::closest_config(sp, p);
+    // The closest tile within the accumulator limit (e.g. 3 channel blocks cannot take 14 columns).
+    return tmpl::closest_config(sp, p, [](const ConfigEntity& e) {
+      return e.value("tile_oc").back() * e.value("tile_oh").back() * e.value("tile_ow").back() <=
+             int8::kMaxAccumulators;
+    });
   };
   return t;
 }

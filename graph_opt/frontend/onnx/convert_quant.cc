@@ -1,13 +1,18 @@
 // Converters of ONNX's quantization operators: QuantizeLinear and DequantizeLinear (per tensor,
 // per axis and blocked; the registry's quantize and dequantize), DynamicQuantizeLinear,
-// MatMulInteger and QLinearMatMul (integer matmuls accumulating exactly in int32), following
-// ONNX's reference arithmetic. A QuantizeLinear of a convolution of dequantized data and
-// weights (the QDQ form quantizers write) becomes the integer convolution that integer kernels
-// compute: int32 accumulation of the zero-point-centered values plus the int32 bias, requantized
-// by x_scale·w_scale / y_scale.
+// MatMulInteger and QLinearMatMul (integer matmuls accumulating exactly in int32), ConvInteger
+// and QLinearConv, following ONNX's reference arithmetic. A QuantizeLinear of a convolution of
+// dequantized data and weights (the QDQ form quantizers write), like QLinearConv, becomes the
+// integer convolution that integer kernels compute: int32 accumulation of the
+// zero-point-centered values plus the int32 bias, requantized by x_scale·w_scale / y_scale.
+// The accumulation is conv2d_int8 (uint8 × int8, the int8 template's kernel) where the types
+// and channel counts fit, else a float32 convolution where that is exact, else int32; a
+// QuantizeLinear of a Gemm/MatMul of dequantized operands likewise (exact float32).
 #include <cmath>
 #include <optional>
 
+#include "loom/te/ops/qnn.h"
+#include "convert_window.h"
 #include "onnx_importer.h"
 
 namespace loom::graph_opt::onnx_frontend {
@@ -66,6 +71,109 @@ const runtime::NDArray* constant_f32(Importer& im, Value v) {
   return a && a->dtype() == DataType::Float(32) ? a : nullptr;
 }
 
+/// The padding of a conv2d as {top, left, bottom, right}.
+std::vector<int64_t> padding4(const te::ops::Attrs& a) {
+  std::vector<int64_t> p = te::ops::attr_ints(a, "padding");
+  if (p.size() == 2) p = {p[0], p[1], p[0], p[1]};
+  return p;
+}
+
+/// conv2d(x - x_zp, w) + bias as conv2d_int8 (uint8 data, int8 weights, int32 accumulation:
+/// the int8 template's kernel once alter_layout blocks it) with x's zero point folded into
+/// the bias, bias - x_zp · sum(w) per output channel, and the padding, when x_zp is not 0,
+/// an explicit pad with x_zp: when x is uint8 with one constant zero point, w a constant int8
+/// array with zero points 0, the conv NCHW with groups 1 and channel counts that are
+/// multiples of the template's 16-channel block. Nullopt otherwise.
+std::optional<Value> u8s8_conv(Importer& im, const te::ops::Attrs& conv_attrs, const Importer::Dequantized& x,
+                               const Importer::Dequantized& w, std::optional<Value> bias) {
+  const runtime::NDArray *xz = im.constant_of(x.zero_point), *wz = im.constant_of(w.zero_point),
+                         *wq = im.constant_of(w.q);
+  if (im.type(x.q).dtype != DataType::UInt(8) || im.type(w.q).dtype != DataType::Int(8) || !xz || !wz || !wq ||
+      xz->numel() != 1 || te::ops::attr_str(conv_attrs, "layout") != "NCHW" ||
+      te::ops::attr_int(conv_attrs, "groups") != 1 || wq->shape().size() != 4 ||
+      wq->shape()[0] % te::ops::kInt8Block != 0 || wq->shape()[1] % te::ops::kInt8Block != 0)
+    return std::nullopt;
+  for (int64_t i = 0; i < wz->numel(); ++i)
+    if (wz->get(i) != 0) return std::nullopt;
+  const runtime::NDArray* b = bias ? im.constant_of(*bias) : nullptr;
+  if (bias && !b) return std::nullopt;
+  const int64_t x_zp = int64_t(xz->get(0));
+  const int64_t channels = wq->shape()[0], per = wq->numel() / channels;
+  runtime::NDArray folded = runtime::NDArray::empty({channels}, DataType::Int(32));
+  for (int64_t k = 0; k < channels; ++k) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < per; ++i) sum += int64_t(wq->data<int8_t>()[k * per + i]);
+    const int64_t v = (b ? int64_t(b->get(b->numel() == 1 ? 0 : k)) : 0) - x_zp * sum;
+    if (v < INT32_MIN || v > INT32_MAX) return std::nullopt;
+    folded.data<int32_t>()[k] = int32_t(v);
+  }
+  te::ops::Attrs attrs = conv_attrs;
+  attrs.erase("layout");
+  attrs.erase("groups");
+  Value data = x.q;
+  const std::vector<int64_t> p = padding4(conv_attrs);
+  if (x_zp != 0 && (p[0] || p[1] || p[2] || p[3])) {
+    // Centered, the padding is 0; uncentered it is x_zp.
+    data = im.op("pad", {data}, {{"pads", std::vector<int64_t>{0, 0, p[0], p[1], 0, 0, p[2], p[3]}},
+                                 {"pad_value", double(x_zp)}});
+    attrs["padding"] = std::vector<int64_t>{0, 0};
+  }
+  std::vector<Value> inputs{data, w.q};
+  if (bias || x_zp != 0) inputs.push_back(im.constant(folded, "bias"));
+  return im.op("conv2d_int8", inputs, attrs);
+}
+
+/// conv2d(x - x_zp, w - w_zp) + bias computed in float32 and cast to int32, exact because no
+/// partial sum can exceed 2^24 in magnitude: max|x - x_zp| · sum|w - w_zp| over one output
+/// channel's taps stays below it (a first layer of 3 channels, a depthwise 3x3, a narrow 1x1).
+/// The convolution then runs on the float32 templates (conv2d_nchwc, depthwise_conv2d_nchwc)
+/// with the bias and the requantization as its epilogue. When x's zero point is one constant,
+/// w and its zero points constants, and the bound holds; nullopt otherwise.
+std::optional<Value> float_exact_conv(Importer& im, const te::ops::Attrs& conv_attrs, const Importer::Dequantized& x,
+                                      const Importer::Dequantized& w, std::optional<Value> bias) {
+  const runtime::NDArray *xz = im.constant_of(x.zero_point), *wz = im.constant_of(w.zero_point),
+                         *wq = im.constant_of(w.q);
+  if (!xz || !wz || !wq || xz->numel() != 1 || wq->shape().size() != 4) return std::nullopt;
+  const DataType xt = im.type(x.q).dtype;
+  if (xt != DataType::UInt(8) && xt != DataType::Int(8)) return std::nullopt;
+  const double x_zp = xz->get(0), x_lo = xt == DataType::UInt(8) ? 0 : -128, x_hi = x_lo + 255;
+  const double x_max = std::max(std::abs(x_hi - x_zp), std::abs(x_lo - x_zp));
+  const int64_t channels = wq->shape()[0], per = wq->numel() / channels;
+  if (wz->numel() != 1 && wz->numel() != channels) return std::nullopt;
+  runtime::NDArray centered = runtime::NDArray::empty(wq->shape(), DataType::Float(32));
+  for (int64_t k = 0; k < channels; ++k) {
+    const double zp = wz->get(wz->numel() == 1 ? 0 : k);
+    double total = 0;
+    for (int64_t i = 0; i < per; ++i) {
+      const double v = wq->get(k * per + i) - zp;
+      centered.data<float>()[k * per + i] = float(v);
+      total += std::abs(v);
+    }
+    if (total * x_max >= double(1 << 24)) return std::nullopt;
+  }
+  const size_t rank = im.type(x.q).shape.size();
+  Value data = im.op("subtract", {cast_to(im, x.q, DataType::Float(32)),
+                                  im.scalar(x_zp, DataType::Float(32), rank, "x_zero_point")});
+  Value acc = cast_to(im, im.op("conv2d", {data, im.constant(centered, "weight")}, conv_attrs), DataType::Int(32));
+  if (bias) acc = im.op("add", {acc, im.reshape(*bias, {1, channels, 1, 1})});
+  return acc;
+}
+
+/// The int32 accumulator conv2d(x - x_zp, w - w_zp) + bias (x's and w's zero points shaped to
+/// broadcast against them): u8s8_conv, else float_exact_conv, else conv2d in int32.
+Value integer_conv_acc(Importer& im, const te::ops::Attrs& conv_attrs, const Importer::Dequantized& x,
+                       const Importer::Dequantized& w, std::optional<Value> bias) {
+  if (std::optional<Value> acc = u8s8_conv(im, conv_attrs, x, w, bias)) return *acc;
+  if (std::optional<Value> acc = float_exact_conv(im, conv_attrs, x, w, bias)) return *acc;
+  const DataType i32 = DataType::Int(32);
+  auto centered = [&](const Importer::Dequantized& d) {
+    return im.op("subtract", {cast_to(im, d.q, i32), cast_to(im, d.zero_point, i32)});
+  };
+  std::vector<Value> inputs{centered(x), centered(w)};
+  if (bias) inputs.push_back(*bias);
+  return im.op("conv2d", inputs, conv_attrs);
+}
+
 /// quantize(conv2d(dequantize(xq), dequantize(wq)[, dequantize(bias_q)]), y_scale, y_zero_point)
 /// as requantize(conv2d(xq - x_zp, wq - w_zp[, bias_q]) in int32, x_scale·w_scale / y_scale):
 /// when x's scale and zero point are one value each, w's one per output channel (or one), the
@@ -94,27 +202,94 @@ std::optional<Value> integer_conv(Importer& im, Value y, Value y_scale, Value y_
     bias_scale.data<float>()[c] = x_s * w_s;
     mult.data<float>()[c] = (x_s * w_s) / y_s;
   }
-  std::vector<Value> inputs;
   const DataType i32 = DataType::Int(32);
-  auto centered = [&](const Importer::Dequantized& d) {
-    return im.op("subtract", {cast_to(im, d.q, i32), cast_to(im, d.zero_point, i32)});
-  };
-  inputs.push_back(centered(*x));
-  inputs.push_back(centered(*w));
+  std::optional<Value> bias;
   if (conv.inputs.size() > 2) {
     const Importer::Dequantized* b = im.dequantized(conv.inputs[2]);
     if (!b || im.type(b->q).dtype != i32) return std::nullopt;
     const runtime::NDArray *bs = constant_f32(im, b->scale), *bz = im.constant_of(b->zero_point);
-    if (!bs || !bz || bs->numel() != channels && bs->numel() != 1) return std::nullopt;
+    if (!bs || !bz || (bs->numel() != channels && bs->numel() != 1)) return std::nullopt;
     for (int64_t c = 0; c < channels; ++c)
       if (bs->data<float>()[bs->numel() == 1 ? 0 : c] != bias_scale.data<float>()[c] || bz->get(0) != 0 ||
           (bz->numel() > 1 && bz->get(c) != 0))
         return std::nullopt;
-    inputs.push_back(b->q);
+    bias = b->q;
   }
-  Value acc = im.op("conv2d", inputs, conv.attrs);
+  Value acc = integer_conv_acc(im, conv.attrs, *x, *w, bias);
   return im.op("requantize", {acc, im.constant(mult, "multiplier"), im.reshape(y_zp, {1, 1, 1, 1})},
                {{"dtype", out.str()}});
+}
+
+/// quantize(matmul(dequantize(xq), dequantize(wq))[ + dequantize(bias_q)], y_scale, y_zp), the
+/// QDQ form of a Gemm or a 2-D MatMul by constant weights, as requantize(int32(matmul(xq - x_zp,
+/// wq - w_zp) in float32) + bias_q, x_scale·w_scale / y_scale): exact, as float_exact_conv's
+/// sums, when max|x - x_zp| · sum|w - w_zp| over one output column stays below 2^24; with x's
+/// scale and zero point, y's, and the bias's zero point one constant each, w's scale one or one
+/// per output column, the bias int32 of scale x_scale·w_scale. Nullopt (the float path) otherwise.
+std::optional<Value> integer_matmul(Importer& im, Value y, Value y_scale, Value y_zp, DataType out) {
+  Node mm = im.graph().nodes.at(size_t(y.node));  // copies: emitting below grows the graph
+  std::optional<Value> bias_value;
+  if (mm.is_op() && mm.op == "add" && mm.inputs.size() == 2) {
+    bias_value = mm.inputs[1];
+    mm = im.graph().nodes.at(size_t(mm.inputs[0].node));
+  }
+  if (!mm.is_op() || mm.op != "matmul" || mm.inputs.size() != 2 || te::ops::attr_int(mm.attrs, "transpose_a") != 0)
+    return std::nullopt;
+  const bool tb = te::ops::attr_int(mm.attrs, "transpose_b") != 0;
+  const Importer::Dequantized* x = im.dequantized(mm.inputs[0]);
+  const Importer::Dequantized* w = im.dequantized(mm.inputs[1]);
+  if (!x || !w || im.type(mm.inputs[0]).shape.size() != 2 || im.type(mm.inputs[1]).shape.size() != 2) return std::nullopt;
+  const runtime::NDArray *xs = constant_f32(im, x->scale), *ws = constant_f32(im, w->scale), *ys = constant_f32(im, y_scale);
+  const runtime::NDArray *xz = im.constant_of(x->zero_point), *wz = im.constant_of(w->zero_point), *wq = im.constant_of(w->q);
+  if (!xs || !ws || !ys || !xz || !wz || !wq || xs->numel() != 1 || ys->numel() != 1 || xz->numel() != 1 ||
+      !im.constant_of(y_zp) || product(im.type(y_zp).shape) != 1)
+    return std::nullopt;
+  const DataType xt = im.type(x->q).dtype;
+  if (xt != DataType::UInt(8) && xt != DataType::Int(8)) return std::nullopt;
+  const std::vector<int64_t> wsh = wq->shape();
+  const int64_t N = tb ? wsh[0] : wsh[1], K = tb ? wsh[1] : wsh[0];
+  // Per output column: along w's dim 0 when transposed, dim 1 otherwise.
+  auto per_column = [&](const runtime::NDArray* a, Value v) {
+    if (a->numel() == 1) return true;
+    const std::vector<int64_t> sh = im.type(v).shape;
+    return a->numel() == N && sh.size() == 2 && sh[tb ? 0 : 1] == N;
+  };
+  if (!per_column(ws, w->scale) || !per_column(wz, w->zero_point)) return std::nullopt;
+  const float x_s = xs->data<float>()[0], y_s = ys->data<float>()[0];
+  const double x_zp = xz->get(0), x_lo = xt == DataType::UInt(8) ? 0 : -128;
+  const double x_max = std::max(std::abs(x_lo + 255 - x_zp), std::abs(x_lo - x_zp));
+  runtime::NDArray centered = runtime::NDArray::empty(wsh, DataType::Float(32));
+  runtime::NDArray mult = runtime::NDArray::empty({1, N}, DataType::Float(32));
+  std::vector<float> bias_scale(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) {
+    const double zp = wz->get(wz->numel() == 1 ? 0 : n);
+    double total = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t i = tb ? n * K + k : k * N + n;
+      const double v = wq->get(i) - zp;
+      centered.data<float>()[i] = float(v);
+      total += std::abs(v);
+    }
+    if (total * x_max >= double(1 << 24)) return std::nullopt;
+    const float w_s = ws->data<float>()[ws->numel() == 1 ? 0 : n];
+    bias_scale[size_t(n)] = x_s * w_s;
+    mult.data<float>()[n] = (x_s * w_s) / y_s;
+  }
+  std::optional<Value> bias;
+  if (bias_value) {
+    const Importer::Dequantized* b = im.dequantized(*bias_value);
+    if (!b || im.type(b->q).dtype != DataType::Int(32) || product(im.type(b->q).shape) != N) return std::nullopt;
+    const runtime::NDArray *bs = constant_f32(im, b->scale), *bz = im.constant_of(b->zero_point);
+    if (!bs || !bz || (bs->numel() != N && bs->numel() != 1)) return std::nullopt;
+    for (int64_t n = 0; n < N; ++n)
+      if (bs->data<float>()[bs->numel() == 1 ? 0 : n] != bias_scale[size_t(n)] || bz->get(bz->numel() == 1 ? 0 : n) != 0)
+        return std::nullopt;
+    bias = im.reshape(b->q, {1, N});
+  }
+  Value data = im.op("subtract", {cast_to(im, x->q, DataType::Float(32)), im.scalar(x_zp, DataType::Float(32), 2, "x_zero_point")});
+  Value acc = cast_to(im, im.op("matmul", {data, im.constant(centered, "weight")}, mm.attrs), DataType::Int(32));
+  if (bias) acc = im.op("add", {acc, *bias});
+  return im.op("requantize", {acc, im.constant(mult, "multiplier"), im.reshape(y_zp, {1, 1})}, {{"dtype", out.str()}});
 }
 
 void quantize_linear(Importer& im) {
@@ -145,6 +320,8 @@ void quantize_linear(Importer& im) {
                             : im.scalar(0, out, std::max<size_t>(xs.size(), 1), "zero_point");
   if (work == xt && xt == DataType::Float(32))
     if (std::optional<Value> y = integer_conv(im, x, s, z, out)) return im.set_output(0, *y, im.input_scalar(0));
+  if (work == xt && xt == DataType::Float(32) && xs.size() == 2)
+    if (std::optional<Value> y = integer_matmul(im, x, s, z, out)) return im.set_output(0, *y, im.input_scalar(0));
   im.set_output(0, im.op("quantize", {cast_to(im, x, work), s, z}, {{"dtype", out.str()}}), im.input_scalar(0));
 }
 
@@ -247,6 +424,85 @@ void qlinear_matmul(Importer& im) {
   im.set_output(0, saturate(im, im.op("round", {d}), out), as.size() == 1 && bs.size() == 1);
 }
 
+/// The conv2d attributes of a 2-D ConvInteger or QLinearConv (data [N,C,H,W], weight
+/// [M,C/group,kH,kW]): strides, pads (or auto_pad), dilations and group as Conv reads them.
+te::ops::Attrs conv2d_attrs(Importer& im, const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
+  if (x.size() != 4 || w.size() != 4)
+    im.unsupported(fmt::format("data {} and weight {}: loom imports the 2-D form (4-D data and weight)", shape_str(x),
+                               shape_str(w)));
+  const std::vector<int64_t> kernel = im.attr_ints("kernel_shape", std::vector<int64_t>{w[2], w[3]});
+  if (kernel != std::vector<int64_t>{w[2], w[3]})
+    im.invalid(fmt::format("kernel_shape [{}] does not match the weight {}", fmt::join(kernel, ","), shape_str(w)));
+  const int64_t group = im.attr_int("group", 1);
+  if (group < 1 || x[1] % group || w[0] % group || x[1] / group != w[1])
+    im.invalid(fmt::format("input {} and weight {} do not fit group {}", shape_str(x), shape_str(w), group));
+  const Window win = read_window(im, {x[2], x[3]}, kernel);  // Conv's attribute rules (convert_window.cc)
+  return {{"strides", win.strides}, {"padding", win.pads}, {"dilation", win.dilations}, {"groups", group},
+          {"layout", std::string("NCHW")}};
+}
+
+/// Input `q` (8-bit) of a ConvInteger/QLinearConv with its zero point (input `zp`, absent: 0)
+/// shaped to broadcast against it: one value, or for the weight one per output channel.
+Importer::Dequantized conv_operand(Importer& im, int q, int zp, bool weight) {
+  const DataType t = im.input_dtype(q);
+  if (t != DataType::UInt(8) && t != DataType::Int(8))
+    im.unsupported(fmt::format("input {} of type {} (uint8 and int8 only)", q, t.str()));
+  const std::vector<int64_t> qs = im.input_shape(q);
+  Importer::Dequantized d{im.input(q), Value{}, Value{}};
+  if (!im.has_input(zp)) {
+    d.zero_point = im.scalar(0, t, qs.size(), "zero_point");
+    return d;
+  }
+  if (im.input_dtype(zp) != t)
+    im.invalid(fmt::format("input {} is {} but its zero point is {}", q, t.str(), im.input_dtype(zp).str()));
+  const int64_t n = product(im.input_shape(zp));
+  std::vector<int64_t> shape(qs.size(), 1);
+  if (n != 1) {
+    if (!weight || n != qs[0])
+      im.invalid(fmt::format("zero point of {} elements for {} {} (one value{})", n, weight ? "weight" : "data",
+                             shape_str(qs), weight ? ", or one per output channel" : ""));
+    shape[0] = n;
+  }
+  d.zero_point = im.reshape(im.input(zp), shape);
+  return d;
+}
+
+/// ConvInteger: the int32 convolution of the zero-point-centered operands.
+void conv_integer(Importer& im) {
+  const std::vector<int64_t> x = im.input_shape(0), w = im.input_shape(1);
+  const te::ops::Attrs attrs = conv2d_attrs(im, x, w);
+  im.set_output(0, integer_conv_acc(im, attrs, conv_operand(im, 0, 2, false), conv_operand(im, 1, 3, true), std::nullopt));
+}
+
+/// QLinearConv: the int32 convolution (+ the int32 bias B) requantized by x_scale·w_scale /
+/// y_scale (one w_scale per output channel or one) to y's zero point and type.
+void qlinear_conv(Importer& im) {
+  const std::vector<int64_t> x = im.input_shape(0), w = im.input_shape(3);
+  const te::ops::Attrs attrs = conv2d_attrs(im, x, w);
+  const int64_t m = w[0];
+  for (int k : {1, 6})
+    if (product(im.input_shape(k)) != 1) im.unsupported(fmt::format("a scale of several values (input {})", k));
+  const int64_t nw = product(im.input_shape(4));
+  if (nw != 1 && nw != m) im.invalid(fmt::format("w_scale of {} elements for {} output channels", nw, m));
+  for (int k : {1, 4, 6})
+    if (!im.input_dtype(k).is_float()) im.invalid(fmt::format("input {} (a scale) must be floating point", k));
+  std::optional<Value> bias;
+  if (im.has_input(8)) {
+    if (im.input_dtype(8) != DataType::Int(32)) im.invalid(fmt::format("B must be int32, got {}", im.input_dtype(8).str()));
+    if (im.input_shape(8) != std::vector<int64_t>{m}) im.invalid(fmt::format("B {} is not [{}]", shape_str(im.input_shape(8)), m));
+    bias = im.input(8);
+  }
+  Value acc = integer_conv_acc(im, attrs, conv_operand(im, 0, 2, false), conv_operand(im, 3, 5, true), bias);
+  const DataType f32 = DataType::Float(32);
+  auto scale = [&](int k, int64_t n) { return im.reshape(cast_to(im, im.input(k), f32), {1, n, 1, 1}); };
+  Value mult = im.op("divide", {im.op("multiply", {scale(1, 1), scale(4, nw)}), scale(6, 1)});
+  const DataType out = im.has_input(7) ? im.input_dtype(7) : im.input_dtype(0);
+  quant_range(im, out);
+  Value zp = im.has_input(7) ? im.reshape(im.input(7), {1, 1, 1, 1}) : im.scalar(0, out, 4, "y_zero_point");
+  if (im.has_input(7) && product(im.input_shape(7)) != 1) im.unsupported("a y_zero_point of several values");
+  im.set_output(0, im.op("requantize", {acc, mult, zp}, {{"dtype", out.str()}}));
+}
+
 }  // namespace
 
 void add_quant_converters(std::map<std::string, Converter>& m) {
@@ -255,6 +511,8 @@ void add_quant_converters(std::map<std::string, Converter>& m) {
   m["DynamicQuantizeLinear"] = dynamic_quantize_linear;
   m["MatMulInteger"] = matmul_integer;
   m["QLinearMatMul"] = qlinear_matmul;
+  m["ConvInteger"] = conv_integer;
+  m["QLinearConv"] = qlinear_conv;
 }
 
 }  // namespace loom::graph_opt::onnx_frontend

@@ -71,7 +71,6 @@ const std::map<std::string, Converter>& converters() {
     add_grid_converters(m);
     add_attention_converters(m);
     add_quant_converters(m);
-    add_qconv_converters(m);
     add_signal_converters(m);
     add_misc_converters(m);
     add_sequence_converters(m);

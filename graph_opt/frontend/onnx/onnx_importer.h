@@ -188,7 +188,6 @@ void add_control_flow_converters(std::map<std::string, Converter>& out);
 void add_grid_converters(std::map<std::string, Converter>& out);
 void add_attention_converters(std::map<std::string, Converter>& out);
 void add_quant_converters(std::map<std::string, Converter>& out);
-void add_qconv_converters(std::map<std::string, Converter>& out);
 void add_signal_converters(std::map<std::string, Converter>& out);
 void add_misc_converters(std::map<std::string, Converter>& out);
 void add_sequence_converters(std::map<std::string, Converter>& out);

@@ -28,6 +28,7 @@
 #include "loom/te/ops/spatial_nd.h"
 #include "loom/te/tensor.h"
 #include "loom/te/ops/quantize.h"
+#include "loom/te/ops/qnn.h"
 #include "loom/te/ops/softmax_family.h"
 #include "loom/te/ops/grid_sample.h"
 #include "loom/te/ops/resize.h"

@@ -1,0 +1,152 @@
+"""Tests of the integer convolution and matmul import (QDQ Conv and Gemm, QLinearConv,
+ConvInteger) through `loom import`, `loom compile` and `loom run`: which loom operators each
+form becomes (conv2d_int8 for uint8 x int8 with 16-channel multiples, the data zero point
+folded into the bias or padded explicitly; an exact float32 convolution for narrow ones) and
+the compiled outputs against ONNX Runtime's, to one quantization step of the output. Models
+are made with onnx.helper. Run by ctest as onnx_qnn_import:
+    qnn_import_test.py PATH/TO/loom"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+LOOM = sys.argv.pop(1) if len(sys.argv) > 1 else "loom"
+
+
+def init(name, a):
+    return numpy_helper.from_array(np.asarray(a), name)
+
+
+def qdq_conv_model(c, k, kernel, pads, group, x_zp, rng, gemm=False):
+    """x float [1,c,9,9] -> Q(uint8, x_zp) -> DQ -> Conv(DQ(int8 w per channel), DQ(int32 bias)) -> Q -> DQ,
+    or with `gemm` x flattened first and a Gemm (transB=1) to k outputs instead of the Conv."""
+    xs, ys = np.float32(0.02), np.float32(0.05)
+    wshape = [k, c * 81] if gemm else [k, c // group, kernel, kernel]
+    wq = rng.integers(-64, 64, wshape).astype(np.int8)
+    ws = (rng.random(k) * 0.01 + 0.002).astype(np.float32)
+    bq = rng.integers(-3000, 3000, k).astype(np.int32)
+    inits = [init("xs", xs), init("xz", np.uint8(x_zp)), init("wq", wq), init("ws", ws),
+             init("wz", np.zeros(k, np.int8)), init("bq", bq), init("bs", (xs * ws).astype(np.float32)),
+             init("bz", np.zeros(k, np.int32)), init("ys", ys), init("yz", np.uint8(100))]
+    nodes = [helper.make_node("Flatten", ["x"], ["xf"])] if gemm else []
+    nodes += [helper.make_node("QuantizeLinear", ["xf" if gemm else "x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], axis=0),
+             helper.make_node("DequantizeLinear", ["bq", "bs", "bz"], ["bd"], axis=0)]
+    if gemm:
+        nodes.append(helper.make_node("Gemm", ["xd", "wd", "bd"], ["y"], transB=1))
+        out = [1, k]
+    else:
+        nodes.append(helper.make_node("Conv", ["xd", "wd", "bd"], ["y"], pads=pads, group=group))
+        out = None
+    nodes += [helper.make_node("QuantizeLinear", ["y", "ys", "yz"], ["yq"]),
+              helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["out"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 9, 9])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, out)], initializer=inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), float(ys)
+
+
+def qlinear_conv_model(c, k, rng, integer=False):
+    """QLinearConv (or ConvInteger) of uint8 x [1,c,8,8] (zero point 7) by int8 w [k,c,3,3], pads 1."""
+    wq = rng.integers(-100, 100, [k, c, 3, 3]).astype(np.int8)
+    if integer:
+        inits = [init("wq", wq), init("xz", np.uint8(7))]
+        node = helper.make_node("ConvInteger", ["x", "wq", "xz"], ["out"], pads=[1, 1, 1, 1])
+        out_t = TensorProto.INT32
+    else:
+        inits = [init("xs", np.float32(0.03)), init("xz", np.uint8(7)), init("wq", wq),
+                 init("ws", (rng.random(k) * 0.01 + 0.001).astype(np.float32)), init("wz", np.zeros(k, np.int8)),
+                 init("ys", np.float32(0.4)), init("yz", np.uint8(128)),
+                 init("b", rng.integers(-5000, 5000, k).astype(np.int32))]
+        node = helper.make_node("QLinearConv", ["x", "xs", "xz", "wq", "ws", "wz", "ys", "yz", "b"], ["out"],
+                                pads=[1, 1, 1, 1])
+        out_t = TensorProto.UINT8
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, c, 8, 8])],
+                          [helper.make_tensor_value_info("out", out_t, None)], initializer=inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+class QnnImportTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.rng = np.random.default_rng(3)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_loom(self, *args):
+        r = subprocess.run([LOOM, *args], capture_output=True, text=True, errors="replace", timeout=600)
+        self.assertEqual(r.returncode, 0, f"loom {' '.join(args)}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+        return r
+
+    def check(self, m, x, want_ops, step):
+        """The imported operators include `want_ops` (name -> count, 0: absent) and the compiled
+        output is ONNX Runtime's to `step` (0: exactly)."""
+        path = os.path.join(self.tmp.name, "m.onnx")
+        onnx.save(m, path)
+        js = os.path.join(self.tmp.name, "m.json")
+        self.run_loom("import", path, "-o", js)
+        with open(js) as f:
+            ops = [n.get("op") for n in json.load(f)["nodes"]]
+        for op, count in want_ops.items():
+            if count:
+                self.assertEqual(ops.count(op), count, f"{op} in {ops}")
+            else:
+                self.assertNotIn(op, ops)
+        so, xin, yout = (os.path.join(self.tmp.name, n) for n in ("m.so", "x.npy", "y.npy"))
+        np.save(xin, x)
+        self.run_loom("compile", path, "-o", so)
+        self.run_loom("run", so, "--input", xin, "--output", yout, "--repeat", "1")
+        got = np.load(yout)
+        want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        self.assertEqual(got.shape, want.shape)
+        err = np.abs(got.astype(np.float64) - want.astype(np.float64)).max()
+        self.assertLessEqual(err, step * 1.001, f"max error {err}, allowed {step}")
+        self.assertGreater(len(np.unique(want)), 10, "a degenerate output would make a weak test")
+
+    def test_qdq_conv_u8s8_is_conv2d_int8(self):
+        m, step = qdq_conv_model(32, 48, 3, [1, 1, 1, 1], 1, 0, self.rng)
+        x = self.rng.standard_normal([1, 32, 9, 9]).astype(np.float32)
+        self.check(m, x, {"conv2d_int8": 1, "conv2d": 0, "pad": 0}, step)
+
+    def test_data_zero_point_pads_explicitly(self):
+        m, step = qdq_conv_model(16, 16, 3, [1, 1, 1, 1], 1, 131, self.rng)
+        x = self.rng.standard_normal([1, 16, 9, 9]).astype(np.float32)
+        self.check(m, x, {"conv2d_int8": 1, "pad": 1}, step)
+
+    def test_data_zero_point_folds_into_the_bias_without_padding(self):
+        m, step = qdq_conv_model(16, 32, 1, [0, 0, 0, 0], 1, 131, self.rng)
+        x = self.rng.standard_normal([1, 16, 9, 9]).astype(np.float32)
+        self.check(m, x, {"conv2d_int8": 1, "pad": 0, "subtract": 0}, step)
+
+    def test_narrow_and_depthwise_convs_are_exact_float32(self):
+        for c, k, group in ((3, 16, 1), (24, 24, 24)):
+            with self.subTest(c=c, k=k, group=group):
+                m, step = qdq_conv_model(c, k, 3, [1, 1, 1, 1], group, 119, self.rng)
+                x = self.rng.standard_normal([1, c, 9, 9]).astype(np.float32)
+                self.check(m, x, {"conv2d_int8": 0, "conv2d": 1, "requantize": 1}, step)
+
+    def test_qdq_gemm_is_requantized(self):
+        m, step = qdq_conv_model(2, 40, 0, None, 1, 120, self.rng, gemm=True)
+        x = self.rng.standard_normal([1, 2, 9, 9]).astype(np.float32)
+        self.check(m, x, {"matmul": 1, "requantize": 1}, step)
+
+    def test_qlinear_conv_and_conv_integer(self):
+        x = self.rng.integers(0, 256, [1, 32, 8, 8]).astype(np.uint8)
+        self.check(qlinear_conv_model(32, 16, self.rng), x, {"conv2d_int8": 1, "requantize": 1}, 1)
+        self.check(qlinear_conv_model(32, 16, self.rng, integer=True), x, {"conv2d_int8": 1, "requantize": 0}, 0)
+        x3 = self.rng.integers(0, 256, [1, 3, 8, 8]).astype(np.uint8)
+        self.check(qlinear_conv_model(3, 16, self.rng, integer=True), x3, {"conv2d_int8": 0, "conv2d": 1}, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
