@@ -343,12 +343,12 @@ TEST(MiscOpsImport, Errors) {
   EXPECT_HAS(import_error(model("ConvInteger", {{"x", kUint8, {1, 2, 2, 2}}, {"w", kUint8, {3, 2, 1, 1}}, {"xz", kUint8, {}},
                                                 {"wz", kUint8, {2}}},
                                 {"y"}, {}, 10)),
-             "one per output channel (3)");
+             "zero point of 2 elements for weight [3,2,1,1] (one value, or one per output channel)");
   EXPECT_HAS(import_error(model("QLinearConv",
                                 {{"x", kUint8, {1, 1, 3, 3}}, {"xs", kFloat, {}}, {"xz", kUint8, {}}, {"w", kUint8, {1, 1, 1, 1}},
                                  {"ws", kFloat, {}}, {"wz", kUint8, {}}, {"ys", kFloat, {2}}, {"yz", kUint8, {}}},
                                 {"y"}, {}, 10)),
-             "y_scale");
+             "a scale of several values (input 6)");
   EXPECT_HAS(import_error(model("Det", {{"x", kFloat, {3, 2}}}, {"y"}, {}, 22)), "[..., M, M]");
   EXPECT_HAS(import_error(model("BitCast", {{"x", kFloat, {3}}}, {"y"}, {integer("to", kInt64)}, 26)), "differ in width");
   EXPECT_HAS(import_error(model("SwiGLU", {{"a", kFloat, {2, 4}}, {"b", kFloat, {2, 3}}}, {"y"}, {}, 26)), "one shape and type");
