@@ -14,39 +14,11 @@
 #include "loom/runtime/module.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/runtime/target.h"
+#include "common/protobuf_writer.h"
 
 namespace loom::onnx_test {
 
-/// A protobuf message being written.
-struct Pb {
-  std::string b;
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      b += char((v & 0x7f) | 0x80);
-      v >>= 7;
-    }
-    b += char(v);
-  }
-  Pb& i(int field, int64_t v) {
-    varint(uint64_t(field) << 3);
-    varint(uint64_t(v));
-    return *this;
-  }
-  Pb& f32(int field, float v) {
-    varint(uint64_t(field) << 3 | 5);
-    char raw[4];
-    std::memcpy(raw, &v, 4);
-    b.append(raw, 4);
-    return *this;
-  }
-  Pb& s(int field, const std::string& v) {
-    varint(uint64_t(field) << 3 | 2);
-    varint(v.size());
-    b += v;
-    return *this;
-  }
-  Pb& m(int field, const Pb& v) { return s(field, v.b); }
-};
+using loom::test::Pb;
 
 /// ONNX element types (TensorProto.DataType).
 enum : int64_t { kFloat = 1, kUint8 = 2, kInt8 = 3, kInt32 = 6, kInt64 = 7, kBool = 9, kDouble = 11 };

@@ -10,6 +10,7 @@
 #include "loom/graph_opt/onnx.h"
 #include "loom/graph_opt/reference.h"
 #include "loom/runtime/error.h"
+#include "common/protobuf_writer.h"
 
 namespace loom::graph_opt {
 namespace {
@@ -17,28 +18,7 @@ namespace {
 #define REQUIRE_FRONTEND() \
   if (!onnx_frontend_available()) GTEST_SKIP() << "built without the ONNX frontend (libonnx-dev, libprotobuf-dev)"
 
-struct Pb {
-  std::string b;
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      b += char((v & 0x7f) | 0x80);
-      v >>= 7;
-    }
-    b += char(v);
-  }
-  Pb& i(int field, int64_t v) {
-    varint(uint64_t(field) << 3);
-    varint(uint64_t(v));
-    return *this;
-  }
-  Pb& s(int field, const std::string& v) {
-    varint(uint64_t(field) << 3 | 2);
-    varint(v.size());
-    b += v;
-    return *this;
-  }
-  Pb& m(int field, const Pb& v) { return s(field, v.b); }
-};
+using loom::test::Pb;
 
 /// ValueInfoProto of a float tensor of static shape `dims`.
 Pb value(const std::string& name, const std::vector<int64_t>& dims) {

@@ -7,37 +7,11 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include "common/protobuf_writer.h"
 
 namespace loom::test::onnx_writer {
 
-/// A protobuf message being written.
-struct Pb {
-  std::string b;
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      b += char((v & 0x7f) | 0x80);
-      v >>= 7;
-    }
-    b += char(v);
-  }
-  Pb& i(int field, int64_t v) {
-    varint(uint64_t(field) << 3);
-    varint(uint64_t(v));
-    return *this;
-  }
-  Pb& f(int field, float v) {
-    varint(uint64_t(field) << 3 | 5);
-    b.append(reinterpret_cast<const char*>(&v), 4);
-    return *this;
-  }
-  Pb& s(int field, const std::string& v) {
-    varint(uint64_t(field) << 3 | 2);
-    varint(v.size());
-    b += v;
-    return *this;
-  }
-  Pb& m(int field, const Pb& v) { return s(field, v.b); }
-};
+using loom::test::Pb;
 
 enum ElemType : int64_t { kFloat = 1, kUInt8 = 2, kInt32 = 6, kInt64 = 7, kBool = 9, kDouble = 11 };
 
@@ -71,7 +45,7 @@ inline Pb value(const std::string& name, const std::vector<int64_t>& dims, int64
 
 // AttributeProto: name 1, f 2, i 3, s 4, t 5, g 6, floats 7, ints 8, type 20.
 inline Pb attr_int(const std::string& name, int64_t v) { return Pb().s(1, name).i(3, v).i(20, 2); }
-inline Pb attr_float(const std::string& name, float v) { return Pb().s(1, name).f(2, v).i(20, 1); }
+inline Pb attr_float(const std::string& name, float v) { return Pb().s(1, name).f32(2, v).i(20, 1); }
 inline Pb attr_str(const std::string& name, const std::string& v) { return Pb().s(1, name).s(4, v).i(20, 3); }
 inline Pb attr_ints(const std::string& name, const std::vector<int64_t>& v) {
   Pb a;
@@ -82,7 +56,7 @@ inline Pb attr_ints(const std::string& name, const std::vector<int64_t>& v) {
 inline Pb attr_floats(const std::string& name, const std::vector<float>& v) {
   Pb a;
   a.s(1, name);
-  for (float x : v) a.f(7, x);
+  for (float x : v) a.f32(7, x);
   return a.i(20, 6);
 }
 inline Pb attr_tensor(const std::string& name, const Pb& t) { return Pb().s(1, name).m(5, t).i(20, 4); }

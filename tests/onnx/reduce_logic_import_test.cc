@@ -11,6 +11,7 @@
 #include "loom/graph_opt/onnx.h"
 #include "loom/graph_opt/reference.h"
 #include "loom/runtime/error.h"
+#include "common/protobuf_writer.h"
 
 namespace loom::graph_opt {
 namespace {
@@ -18,36 +19,7 @@ namespace {
 #define REQUIRE_FRONTEND() \
   if (!onnx_frontend_available()) GTEST_SKIP() << "built without the ONNX frontend (libonnx-dev, libprotobuf-dev)"
 
-/// A protobuf message being written.
-struct Pb {
-  std::string b;
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      b += char((v & 0x7f) | 0x80);
-      v >>= 7;
-    }
-    b += char(v);
-  }
-  Pb& i(int field, int64_t v) {
-    varint(uint64_t(field) << 3);
-    varint(uint64_t(v));
-    return *this;
-  }
-  Pb& f(int field, float v) {
-    varint(uint64_t(field) << 3 | 5);
-    char c[4];
-    std::memcpy(c, &v, 4);
-    b.append(c, 4);
-    return *this;
-  }
-  Pb& s(int field, const std::string& v) {
-    varint(uint64_t(field) << 3 | 2);
-    varint(v.size());
-    b += v;
-    return *this;
-  }
-  Pb& m(int field, const Pb& v) { return s(field, v.b); }
-};
+using loom::test::Pb;
 
 enum : int64_t { kFloat = 1, kInt32 = 6, kInt64 = 7, kBool = 9 };
 

@@ -12,6 +12,7 @@
 #include "loom/graph_opt/onnx.h"
 #include "loom/graph_opt/reference.h"
 #include "loom/runtime/error.h"
+#include "common/protobuf_writer.h"
 
 namespace loom::graph_opt {
 namespace {
@@ -19,34 +20,7 @@ namespace {
 #define REQUIRE_FRONTEND() \
   if (!onnx_frontend_available()) GTEST_SKIP() << "built without the ONNX frontend (libonnx-dev, libprotobuf-dev)"
 
-/// A protobuf message being written.
-struct Pb {
-  std::string b;
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      b += char((v & 0x7f) | 0x80);
-      v >>= 7;
-    }
-    b += char(v);
-  }
-  Pb& i(int field, int64_t v) {
-    varint(uint64_t(field) << 3);
-    varint(uint64_t(v));
-    return *this;
-  }
-  Pb& f(int field, float v) {
-    varint(uint64_t(field) << 3 | 5);
-    b.append(reinterpret_cast<const char*>(&v), 4);
-    return *this;
-  }
-  Pb& s(int field, const std::string& v) {
-    varint(uint64_t(field) << 3 | 2);
-    varint(v.size());
-    b += v;
-    return *this;
-  }
-  Pb& m(int field, const Pb& v) { return s(field, v.b); }
-};
+using loom::test::Pb;
 
 constexpr int64_t kFloat = 1;
 
@@ -65,7 +39,7 @@ Pb ints(const std::string& name, const std::vector<int64_t>& v) {
   return a.i(20, 7);
 }
 Pb integer(const std::string& name, int64_t v) { return Pb().s(1, name).i(3, v).i(20, 2); }
-Pb real(const std::string& name, float v) { return Pb().s(1, name).f(2, v).i(20, 1); }
+Pb real(const std::string& name, float v) { return Pb().s(1, name).f32(2, v).i(20, 1); }
 Pb str(const std::string& name, const std::string& v) { return Pb().s(1, name).s(4, v).i(20, 3); }
 
 /// One node of `op` on float graph inputs `ins` (name, dims) with outputs `outs`.
