@@ -15,7 +15,8 @@ files), so nothing of a build tree comes along. Then:
   --isolated        with pip's default build isolation, as `pip install .` in a checkout: a fresh
                     venv of PY runs `pip install WORK/src` (pip fetches scikit-build-core, nanobind
                     and NumPy from PyPI into a throw-away build environment), and a second fresh
-                    venv installs the wheel of `pip wheel WORK/src`.
+                    venv installs the wheel of `pip wheel WORK/src`; that venv is tested again
+                    with the oldest NumPy pyproject.toml allows.
 
 PY may be "python3.10" and the like: an interpreter of that version is looked for on PATH and
 among pyenv's versions; without one the test is skipped (exit 77), saying so.
@@ -126,23 +127,24 @@ def check_wheel(wheel):
     log(f"{os.path.basename(wheel)}: {len(names)} files, the extension, libloom, the stubs and py.typed among them")
 
 
-def check_in_venv(venv_python, args, work, name):
+def check_in_venv(venv_python, args, work, name, install_test_deps=True):
     """`import loom` from the venv, then tests/python on it, from a folder outside the checkout."""
     env = clean_env()
     reqs = os.path.join(args.source_dir, "python", "requirements.txt")
-    run([venv_python, "-m", "pip", "install", "-c", reqs, "pytest", "onnx", "onnxruntime"], env=env,
-        out=os.path.join(work, f"{name}-test-deps.log"))
+    if install_test_deps:
+        run([venv_python, "-m", "pip", "install", "-c", reqs, "pytest", "onnx", "onnxruntime"], env=env,
+            out=os.path.join(work, f"{name}-test-deps.log"))
     here = os.path.join(work, f"{name}-run")
     os.makedirs(here, exist_ok=True)
     venv = os.path.dirname(os.path.dirname(venv_python))
-    where = subprocess.run([venv_python, "-c", "import loom, sys; print(loom.__file__); print(sys.version.split()[0])"],
+    where = subprocess.run([venv_python, "-c", "import loom, numpy, sys; print(loom.__file__, sys.version.split()[0], numpy.__version__)"],
                            cwd=here, env=env, capture_output=True, text=True)
     if where.returncode != 0:
         sys.exit(f"wheel_test: FAILED: `import loom` in {venv}:\n{where.stderr}")
-    path, version = where.stdout.split()
+    path, version, numpy_version = where.stdout.split()
     if not os.path.realpath(path).startswith(os.path.realpath(venv) + os.sep):
         sys.exit(f"wheel_test: FAILED: `import loom` found {path}, not the package installed in {venv}")
-    log(f"{name}: Python {version} imports loom from {os.path.dirname(path)}")
+    log(f"{name}: Python {version} (NumPy {numpy_version}) imports loom from {os.path.dirname(path)}")
     run([venv_python, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.join(args.source_dir, "tests", "python")],
         cwd=here, env=env)
 
@@ -196,6 +198,17 @@ def main():
     log(f"built and installed in {time.time() - t0:.0f} s")
     for venv_python, name in venvs:
         check_in_venv(venv_python, args, work, name)
+    if args.isolated:
+        # the oldest NumPy the package declares (pyproject.toml's numpy>=X), in the wheel's venv
+        with open(os.path.join(args.source_dir, "pyproject.toml")) as f:
+            oldest = re.search(r'"numpy>=([0-9.]+)"', f.read())
+        if not oldest:
+            sys.exit("wheel_test: FAILED: pyproject.toml's dependencies have no numpy>=X")
+        version = oldest[1] + ".0" * (2 - oldest[1].count("."))
+        run([py, "-m", "pip", "install", f"numpy=={version}"], env=clean_env(),
+            out=os.path.join(work, "oldest-numpy.log"))
+        check_in_venv(py, args, work, f"wheel-numpy-{version}", install_test_deps=False)
+        venvs.append((py, f"wheel with NumPy {version}"))
     log(f"passed: {', '.join(n for _, n in venvs)}")
     return 0
 
