@@ -97,7 +97,8 @@ def test_schedule_primitives_and_lower():
     B = te.placeholder((n, n), name="B")
     k = te.reduce_axis((0, n), "k")
     C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = loom.create_schedule(C.op)
+    s = te.create_schedule(C.op)  # TVM's spelling; loom.create_schedule is the same
+    assert isinstance(s, loom.Schedule)
     xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 8)
     ko, ki = s[C].split(k, factor=4)
     s[C].reorder(xo, yo, ko, ki, xi, yi)
