@@ -30,8 +30,9 @@ class NDArray:
         return self._handle.__dlpack_device__()
 
     def numpy(self) -> np.ndarray:
-        """A NumPy array sharing this array's memory."""
-        return np.from_dlpack(self._handle)
+        """A NumPy array sharing this array's memory, writable (through the buffer protocol:
+        NumPy before 2.2.5 makes arrays taken with from_dlpack read-only)."""
+        return np.asarray(self._handle)
 
     @property
     def shape(self) -> tuple:

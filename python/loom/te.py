@@ -19,7 +19,7 @@ ExprLike = Union[Expr, IterVar, int, float]
 __all__ = ["Expr", "IterVar", "Operation", "Tensor", "TensorIntrin", "Var", "placeholder", "compute", "reduce_axis",
            "thread_axis", "sum", "max", "min", "prod", "var", "const", "cast", "if_then_else", "exp", "log", "sqrt",
            "tanh", "sigmoid", "abs", "floor", "ceil", "round", "erf", "power", "floordiv", "floormod", "truncdiv",
-           "truncmod", "max_value", "min_value", "intrin"]
+           "truncmod", "max_value", "min_value", "intrin", "create_schedule"]
 
 
 def compute(shape: Sequence[ExprLike], fcompute: Callable[..., Union[ExprLike, Sequence[ExprLike]]],
@@ -30,6 +30,11 @@ def compute(shape: Sequence[ExprLike], fcompute: Callable[..., Union[ExprLike, S
     tuple, one tensor per value is returned (tuple reductions).
     """
     return _compute(list(shape) if not isinstance(shape, (int, Expr)) else [shape], fcompute, name, tag, attrs or {})
+
+
+def create_schedule(outputs):
+    """loom.create_schedule, under TVM's other name for it (te.create_schedule)."""
+    return _loom.create_schedule(outputs)
 
 
 def reduce_axis(dom, name: str = "rv") -> IterVar:

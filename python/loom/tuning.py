@@ -29,7 +29,10 @@ def tune(task: Union[Task, str], shape: Optional[Sequence[int]] = None, *, trial
     released while measuring; Ctrl-C stops the job after the batch being measured, every
     trial so far in the log, and raises KeyboardInterrupt.
     """
-    if not isinstance(task, Task):
+    if not isinstance(task, (Task, str)):
+        raise _loom.Error(f"tune: expected a loom.Task or an operator name (loom.template_names()), "
+                          f"not {type(task).__name__}")
+    if isinstance(task, str):
         if shape is None:
             raise _loom.Error(f"tune: an operator name ('{task}') needs shape=")
         task = Task(task, list(shape), target, dtype, {k: str(v) for k, v in (attrs or {}).items()})

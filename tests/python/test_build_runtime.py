@@ -84,6 +84,9 @@ def test_dlpack_objects_and_nd_arrays(vadd):
     src[0, 0] = 42
     assert imported.numpy()[0, 0] == 42
     assert a.data_pointer % 64 == 0
+    writable = c.numpy()  # a view of loom's memory NumPy may write (on every NumPy 2)
+    writable[0] = -1
+    assert c.numpy()[0] == -1 and writable.__array_interface__["data"][0] == c.data_pointer
     assert "NDArray" in repr(a)
 
 

@@ -97,7 +97,8 @@ def test_schedule_primitives_and_lower():
     B = te.placeholder((n, n), name="B")
     k = te.reduce_axis((0, n), "k")
     C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = loom.create_schedule(C.op)
+    s = te.create_schedule(C.op)  # TVM's spelling; loom.create_schedule is the same
+    assert isinstance(s, loom.Schedule)
     xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 8)
     ko, ki = s[C].split(k, factor=4)
     s[C].reorder(xo, yo, ko, ki, xi, yi)
@@ -197,3 +198,47 @@ def test_tensorize_dot_u8s8s32():
     c = np.empty((M, N), np.int32)
     f(a, w, c)
     np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32).T)
+
+
+@pytest.mark.parametrize("n", [32, 37])  # 37: no factor below divides it
+def test_scheduled_kernels_compute_what_numpy_does(n):
+    """split/reorder/vectorize/unroll/parallel, compute_at, cache_read/cache_write and rfactor,
+    each built and run, against NumPy (the C++ tests compare every primitive with te::evaluate)."""
+    rng = np.random.default_rng(n)
+    a = rng.random((n, n), dtype=np.float32)
+    b = rng.random((n, n), dtype=np.float32)
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), "k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = loom.create_schedule(C)
+    CC = s.cache_write(C, "local")
+    AA = s.cache_read(A, "local", [CC])
+    xo, yo, xi, yi = s[C].tile(s[C].op.axis[0], s[C].op.axis[1], 8, 8)  # C's op after cache_write
+    s[CC].compute_at(s[C], yo)
+    ko, ki = s[CC].split(s[CC].op.reduce_axis[0], factor=5)
+    s[AA].compute_at(s[CC], ko)
+    s[CC].reorder(ko, ki, *s[CC].op.axis)
+    s[CC].vectorize(s[CC].op.axis[1])
+    s[CC].unroll(ki)
+    s[C].parallel(xo)
+    c = np.empty((n, n), "float32")
+    loom.build(s, [A, B, C])(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4)
+
+    R = te.compute((n,), lambda i: te.max(A[i, k], axis=k), name="R")
+    s = loom.create_schedule(R)
+    ko, ki = s[R].split(R.op.reduce_axis[0], factor=4)
+    RF = s.rfactor(R, ki)
+    s[RF].compute_at(s[R], R.op.axis[0])
+    r = np.empty(n, "float32")
+    loom.build(s, [A, R])(a, r)
+    np.testing.assert_array_equal(r, a.max(axis=1))
+
+    D = te.compute((n,), lambda i: te.min(A[i, k] + B[k, i], axis=k), name="D")
+    s = loom.create_schedule(D)
+    o, i = s[D].split(D.op.axis[0], nparts=3)
+    s[D].fuse(o, i)
+    d = np.empty(n, "float32")
+    loom.build(s, [A, B, D])(a, b, d)
+    np.testing.assert_allclose(d, (a + b.T).min(axis=1), rtol=1e-6)

@@ -82,6 +82,8 @@ def test_tuning_errors_are_loom_errors(tmp_path):
         loom.Task("no_such_op", [1])
     with pytest.raises(loom.Error):
         loom.Task("matmul", [32, 32])  # matmul takes M,N,K
+    with pytest.raises(loom.Error, match="expected a loom.Task or an operator name"):
+        loom.tune(3, log=tmp_path / "x.jsonl")
     with pytest.raises(loom.Error, match="needs shape"):
         loom.tune("matmul", log=tmp_path / "x.jsonl")
     with pytest.raises(loom.Error, match="tuner"):
