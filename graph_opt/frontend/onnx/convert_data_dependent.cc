@@ -68,7 +68,11 @@ void compress(Importer& im) {
                              shape_str(xs), im.has_attr("axis") ? fmt::format(" along axis {}", axis) : ""));
     picked.push_back(i);
   }
-  if (picked.empty()) im.unsupported("the condition selects nothing: the output has no elements (loom has no empty tensors)");
+  if (picked.empty()) {  // a value without elements
+    std::vector<int64_t> shape = im.has_attr("axis") ? xs : std::vector<int64_t>{extent};
+    shape[size_t(axis)] = 0;
+    return im.set_empty_output(0, runtime::NDArray::empty(shape, im.input_dtype(0)));
+  }
   Value idx = im.constant(int64_array(picked, {int64_t(picked.size())}), "indices");
   im.set_output(0, im.op("take", {data, idx}, {{"axis", axis}}));
 }
