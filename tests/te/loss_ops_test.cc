@@ -12,13 +12,6 @@ namespace {
 using namespace loom::test::naive;
 using loom::te::ops::Attrs;
 
-Tensor reg(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {}) {
-  const ops::OpDef& d = ops::get_op(op);
-  auto out = d.compute(inputs, ops::normalize_attrs(d, attrs));
-  EXPECT_EQ(out.size(), 1u);
-  return out.at(0);
-}
-
 /// ONNX's per-element loss (want_weight false) or weight (true) of x [N, C, rest], target
 /// [N, rest] (classes clamped into [0, C)), weight [C] or none, elements of class
 /// `ignore` counting 0.
