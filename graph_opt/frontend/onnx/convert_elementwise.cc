@@ -32,13 +32,18 @@ std::optional<Value> before_reshape(Importer& im, const char* loom_op, int resha
   return im.reshape(y, out);
 }
 
+/// Whether some input has no elements (an elementwise operator then has none to compute).
+bool any_input_empty(const Importer& im) {
+  for (int i = 0; i < im.num_inputs(); ++i)
+    if (im.input_empty(i)) return true;
+  return false;
+}
+
 /// Sets output 0 to a value without elements of `shape` and type `t` when some input has
-/// none (an elementwise operator then has no element to compute); false otherwise.
-bool empty_elementwise(Importer& im, std::vector<int64_t> shape, DataType t) {
-  bool empty = false;
-  for (int i = 0; i < im.num_inputs(); ++i) empty = empty || im.input_empty(i);
-  if (!empty) return false;
-  im.set_empty_output(0, runtime::NDArray::empty(std::move(shape), t));
+/// none; false otherwise.
+bool empty_elementwise(Importer& im, const std::vector<int64_t>& shape, DataType t) {
+  if (!any_input_empty(im)) return false;
+  im.set_empty_output(0, runtime::NDArray::empty(shape, t));
   return true;
 }
 
@@ -59,7 +64,8 @@ std::vector<int64_t> broadcast_shape(const Importer& im) {
 
 Converter binary(const char* loom_op) {
   return [loom_op](Importer& im) {
-    if (im.input_dtype(0) == im.input_dtype(1) && empty_elementwise(im, broadcast_shape(im), im.input_dtype(0))) return;
+    if (any_input_empty(im) && im.input_dtype(0) == im.input_dtype(1))
+      return im.set_empty_output(0, runtime::NDArray::empty(broadcast_shape(im), im.input_dtype(0)));
     Value a = im.input(0), b = im.input(1);
     if (im.type(a).dtype != im.type(b).dtype)
       im.invalid(fmt::format("inputs have different types {} and {}", im.type(a).dtype.str(), im.type(b).dtype.str()));

@@ -95,7 +95,10 @@ void Importer::import_subgraph(const onnx::GraphProto& g, const std::string& sco
   attrs_read_ = attrs_read;
   hint_counter_ = hint_counter;
   read_outputs();
+  // (A branch may name a value as the node's own output; that one stays, as the node's.)
+  const std::set<std::string> node_outputs(node->output().begin(), node->output().end());
   for (const std::string& name : local) {
+    if (node_outputs.count(name)) continue;
     values_.erase(name);
     empty_.erase(name);
   }
