@@ -150,6 +150,22 @@ std::vector<OpCase> test_cases() {
     return std::vector{a, b, d, concat({a, b, d}, 1)};
   });
   add_case("concat_axis0", [] { auto a = ph({3, 17}, "a"), b = ph({10, 17}, "b"); return std::vector{a, b, concat({a, b}, 0)}; });
+  add_case("concat_copies", [] {
+    auto a = ph({13, 3}, "a"), b = ph({13, 5}, "b");
+    return std::vector{a, b, concat({a, a, b, a, a, a}, 1)};
+  });
+
+  // the negative log-likelihood loss per element: integer targets (clamped into the classes, one ignored)
+  add_case("nll_loss", [] {
+    auto x = ph({3, 7, 13}, "input"), w = ph({7}, "weight");
+    auto t = placeholder({3, 13}, DataType::Int(64), "target");
+    return std::vector{x, t, w, nll_loss(x, t, w, 0)};
+  });
+  add_case("nll_loss_weight", [] {
+    auto t = placeholder({5, 17}, DataType::Int(32), "target");
+    auto w = ph({7}, "weight");
+    return std::vector{t, w, nll_loss_weight(t, w, 1, DataType::Float(32))};
+  });
   return c;
 }
 

@@ -132,21 +132,34 @@ Tensor concat(const std::vector<Tensor>& inputs, int axis, const std::string& na
   }
   std::vector<int64_t> out = s0;
   out[ax] = total;
-  // A balanced tree of selects on the offsets, not a chain: a chain of n makes every load
-  // depend on up to n conditions (n^2 guards once loads are predicated, n tests per element
-  // when folded), which made a concat of a few thousand inputs take minutes and gigabytes.
+  // Consecutive copies of one input are one run, read modulo its extent (a concat of copies is
+  // a tile): one load for the run, not one per copy.
+  struct Run {
+    size_t input;
+    int64_t offset, extent, copies;
+  };
+  std::vector<Run> runs;
+  for (size_t t = 0; t < inputs.size(); ++t) {
+    const int64_t extent = t + 1 < inputs.size() ? offsets[t + 1] - offsets[t] : total - offsets[t];
+    if (!runs.empty() && inputs[runs.back().input] == inputs[t]) ++runs.back().copies;
+    else runs.push_back({t, offsets[t], extent, 1});
+  }
+  // A balanced tree of selects on the runs' offsets, not a chain: a chain of n makes every
+  // load depend on up to n conditions (n^2 guards once loads are predicated, n tests per
+  // element when folded), which made a concat of a few thousand inputs take minutes and gigabytes.
   FCompute f = [=](const std::vector<Var>& iv) -> Expr {
-    auto read = [&](size_t t) {
+    auto read = [&](const Run& r) {
       std::vector<Expr> idx(iv.begin(), iv.end());
-      if (offsets[t]) idx[ax] = iv[ax] - int_const(offsets[t]);
-      return inputs[t](idx);
+      if (r.offset) idx[ax] = iv[ax] - int_const(r.offset);
+      if (r.copies > 1) idx[ax] = floormod(idx[ax], int_const(r.extent));
+      return inputs[r.input](idx);
     };
     std::function<Expr(size_t, size_t)> pick = [&](size_t lo, size_t hi) -> Expr {
-      if (hi - lo == 1) return read(lo);
+      if (hi - lo == 1) return read(runs[lo]);
       size_t mid = lo + (hi - lo) / 2;
-      return select(iv[ax] < int_const(offsets[mid]), pick(lo, mid), pick(mid, hi));
+      return select(iv[ax] < int_const(runs[mid].offset), pick(lo, mid), pick(mid, hi));
     };
-    return pick(0, inputs.size());
+    return pick(0, runs.size());
   };
   return compute(to_exprs(out), f, name, "injective");
 }

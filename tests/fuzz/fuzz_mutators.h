@@ -61,9 +61,12 @@ std::string onnx_seed_model();
 /// data types, attributes of the wrong type or duplicated, inputs naming later or own outputs
 /// (cycles), missing initializers, raw_data of the wrong size, opset 1 or 999, deeply nested
 /// subgraphs, external data, fields of the wrong wire type, plausible small values, operators
-/// (Pad, Expand, Tile, Concat, Reshape, Slice) spliced in before a use. Bytes that do not parse
-/// as a ModelProto get a byte-level mutation instead. `kind` as for mutate_json.
+/// (Pad, Expand, Tile, Concat, Reshape, Slice) spliced in before a use, and so the operators
+/// of the later converters (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Compress,
+/// NonZero, Unique, NonMaxSuppression, FlexAttention with a modifier subgraph, valid or
+/// broken). Bytes that do not parse as a ModelProto get a byte-level mutation instead. `kind`
+/// as for mutate_json.
 void mutate_onnx(Mutant& m, Rng& rng, int kind = -1);
-inline constexpr int kOnnxMutationKinds = 23;
+inline constexpr int kOnnxMutationKinds = 24;
 
 }  // namespace loom::fuzz

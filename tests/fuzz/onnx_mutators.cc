@@ -269,7 +269,7 @@ enum {
 };
 }
 namespace dtype {
-enum { FLOAT = 1, INT64 = 7, STRING = 8 };
+enum { FLOAT = 1, INT64 = 7, STRING = 8, BOOL = 9 };
 }
 
 Msg value_info(const std::string& name, const std::vector<int64_t>& shape, int elem_type = dtype::FLOAT) {
@@ -376,6 +376,125 @@ Msg& tensor_type(Msg& vi) {
     tt = type->first(1);
   }
   return *tt;
+}
+
+/// Makes `consumer` read `out` in place of its input `use`, and moves it after the nodes
+/// added last (nodes come in order).
+void read_instead(Msg& g, Msg* consumer, Field* use, const std::string& out) {
+  use->bytes = out;
+  auto& fs = g.fields;
+  auto it = std::find_if(fs.begin(), fs.end(), [&](const Field& f) { return f.msg.get() == consumer; });
+  if (it != fs.end()) {
+    Field moved = std::move(*it);
+    fs.erase(it);
+    fs.push_back(std::move(moved));
+  }
+}
+
+/// An initializer of `type` (INT64 or BOOL) named `name` holding `v`.
+Msg int_init(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& v, int type) {
+  Msg t;
+  for (int64_t d : dims) t.varint(tensor::dims, d);
+  t.varint(tensor::data_type, type).str(tensor::name, name);
+  if (type == dtype::INT64) {
+    t.str(tensor::raw_data, std::string(reinterpret_cast<const char*>(v.data()), v.size() * 8));
+  } else {
+    std::string raw;
+    for (int64_t x : v) raw += char(x != 0);
+    t.str(tensor::raw_data, raw);
+  }
+  return t;
+}
+
+Msg int_attr(const std::string& name, int64_t v) {
+  return Msg().str(attr::name, name).varint(attr::type, attr_type::INT).varint(attr::i, v);
+}
+Msg str_attr(const std::string& name, const std::string& v) {
+  return Msg().str(attr::name, name).varint(attr::type, attr_type::STRING).str(attr::s, v);
+}
+
+/// Adds a node of one of the operators whose converters came later (NegativeLogLikelihoodLoss,
+/// SoftmaxCrossEntropyLoss, Compress, NonZero, Unique, NonMaxSuppression, ai.onnx.preview's
+/// FlexAttention with a modifier subgraph) reading `c` and writing `out`, with hostile or
+/// plausible inputs and attributes (extreme targets and ignore_index, conditions of any length,
+/// modifiers that are broken); returns what it added.
+std::string splice_later_operator(Msg& model, Msg& g, Rng& rng, const std::string& c, const std::string& out) {
+  const std::string arg = "fuzz_arg_" + out;
+  auto value = [&]() -> int64_t { return rng.chance(60) ? int64_t(rng.below(6)) - 1 : rng.pick(extreme_ints()); };
+  auto values = [&](size_t n) {
+    std::vector<int64_t> v(n);
+    for (int64_t& x : v) x = value();
+    return v;
+  };
+  switch (rng.below(7)) {
+    case 0:
+    case 1: {
+      const bool sce = rng.chance(50);
+      const char* op = sce ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss";
+      std::vector<int64_t> dims;
+      for (size_t i = 0, n = 1 + rng.below(3); i < n; ++i) dims.push_back(1 + int64_t(rng.below(3)));
+      int64_t n = 1;
+      for (int64_t d : dims) n *= d;
+      g.msg(graph::initializer, int_init(arg, dims, values(size_t(n)), dtype::INT64));
+      std::vector<std::string> ins = {c, arg};
+      if (rng.chance(40)) {
+        g.msg(graph::initializer, float_init(arg + "_w", {int64_t(1 + rng.below(9))}, true, 1.0f));
+        ins.push_back(arg + "_w");
+      }
+      std::vector<Msg> attrs;
+      static const std::vector<std::string> reductions = {"none", "sum", "mean", "average", ""};
+      if (rng.chance(70)) attrs.push_back(str_attr("reduction", rng.pick(reductions)));
+      if (rng.chance(50)) attrs.push_back(int_attr("ignore_index", value()));
+      g.msg(graph::node, make_node(op, ins, out, std::move(attrs)));
+      return fmt::format("{} of targets [{}]{}", op, fmt::join(dims, ","), ins.size() > 2 ? " with weights" : "");
+    }
+    case 2: {
+      const size_t n = size_t(rng.pick(std::vector<int64_t>{1, 3, 8, 64, 513}));
+      std::vector<int64_t> bits(n);
+      for (int64_t& b : bits) b = rng.chance(40) ? 1 : 0;
+      g.msg(graph::initializer, int_init(arg, {int64_t(n)}, bits, dtype::BOOL));
+      std::vector<Msg> attrs;
+      if (rng.chance(70)) attrs.push_back(int_attr("axis", value()));
+      g.msg(graph::node, make_node("Compress", {c, arg}, out, std::move(attrs)));
+      return fmt::format("Compress by a condition of {} values", n);
+    }
+    case 3: g.msg(graph::node, make_node("NonZero", {c}, out)); return "NonZero";
+    case 4: {
+      std::vector<Msg> attrs;
+      if (rng.chance(50)) attrs.push_back(int_attr("axis", value()));
+      if (rng.chance(50)) attrs.push_back(int_attr("sorted", value()));
+      g.msg(graph::node, make_node("Unique", {c}, out, std::move(attrs)));
+      return "Unique";
+    }
+    case 5: {
+      g.msg(graph::initializer, int_init(arg, {1}, {value()}, dtype::INT64));
+      std::vector<Msg> attrs;
+      if (rng.chance(50)) attrs.push_back(int_attr("center_point_box", value()));
+      g.msg(graph::node, make_node("NonMaxSuppression", {c, c, arg}, out, std::move(attrs)));
+      return "NonMaxSuppression of one value as boxes and scores";
+    }
+    default: {
+      // score_mod or prob_mod: scores + 1, or broken: no output, two inputs, an output nothing computes.
+      Msg sub;
+      sub.str(graph::name, "mod");
+      sub.msg(graph::input, Msg().str(1, "s").msg(2, Msg().msg(1, Msg().varint(1, dtype::FLOAT))));  // no shape
+      sub.msg(graph::initializer, float_init("one", {}, true, 1.0f));
+      const int broken = int(rng.below(4));
+      if (broken == 1) sub.msg(graph::input, value_info("s2", {1}));
+      sub.msg(graph::node, make_node("Add", {"s", "one"}, "s_out"));
+      if (broken != 2) sub.msg(graph::output, Msg().str(1, broken == 3 ? "nothing" : "s_out"));
+      Msg a;
+      a.str(attr::name, rng.chance(50) ? "score_mod" : "prob_mod").varint(attr::type, attr_type::GRAPH);
+      a.msg(attr::g, std::move(sub));
+      Msg n = make_node("FlexAttention", {c, c, c}, out, {std::move(a)});
+      n.str(node::domain, "ai.onnx.preview");
+      g.msg(graph::node, std::move(n));
+      const int64_t version = rng.pick(std::vector<int64_t>{1, 1, 2, 0});
+      model.msg(model::opset, Msg().str(1, "ai.onnx.preview").varint(2, version));
+      return fmt::format("FlexAttention of one value as Q, K and V (modifier {}, preview opset {})",
+                         broken ? "broken" : "valid", version);
+    }
+  }
 }
 
 std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
@@ -859,15 +978,19 @@ std::string mutate_model(Msg& model, Rng& rng, bool* deep, int kind) {
           break;
         }
       }
-      use->bytes = out;
-      // Nodes come in order: move the consumer after the new node.
-      auto& fs = g->fields;
-      auto it = std::find_if(fs.begin(), fs.end(), [&](const Field& f) { return f.msg.get() == consumer; });
-      if (it != fs.end()) {
-        Field moved = std::move(*it);
-        fs.erase(it);
-        fs.push_back(std::move(moved));
-      }
+      read_instead(*g, consumer, use, out);
+      return fmt::format("onnx: node '{}' reads {} of '{}'", node_name(consumer), what, c);
+    }
+    case 22: {  // an operator of the later converters (losses, data-dependent shapes, FlexAttention) spliced in
+      std::vector<std::pair<Msg*, Field*>> uses;
+      for (Msg* n : nodes)
+        for (Field& f : n->fields)
+          if (f.num == node::input && !f.bytes.empty()) uses.push_back({n, &f});
+      if (uses.empty()) return "";
+      auto [consumer, use] = pick_from(uses, rng);
+      const std::string c = use->bytes, out = "fuzz_" + c;
+      const std::string what = splice_later_operator(model, *g, rng, c, out);
+      read_instead(*g, consumer, use, out);
       return fmt::format("onnx: node '{}' reads {} of '{}'", node_name(consumer), what, c);
     }
     default: {  // an input that is not a tensor, or not of numbers

@@ -85,6 +85,37 @@ TEST(IfImport, TheUntakenBranchIsNotImported) {
   EXPECT_HAS(import_error(m.bytes()), "node #0 'if1' (If): else_branch: node #0 'nope' (NoSuchOp): operator NoSuchOp");
 }
 
+TEST(IfImport, BranchNamesAreTheBranchsOwn) {
+  REQUIRE_FRONTEND();
+  // Two Ifs with one then-branch (its initializer "one" and output "then_out" twice), the
+  // second reading the first's output through outer scope as x: y = (x + 1) + 1.
+  GraphPb second = then_branch();
+  second.nodes[0] = node("Add", {"y1", "one"}, {"then_out"}, "add");
+  ModelPb m;
+  m.opset = 13;
+  m.inputs = {value("x", {2, 3})};
+  m.inits = {floats_tensor("k", {1}, {3}), bool_tensor("cond", true)};
+  m.nodes = {node("If", {"cond"}, {"y1"}, "if1",
+                  {attr_graph("then_branch", then_branch()), attr_graph("else_branch", else_branch())}),
+             node("If", {"cond"}, {"y"}, "if2",
+                  {attr_graph("then_branch", second), attr_graph("else_branch", else_branch())})};
+  m.outputs = {Pb().s(1, "y")};
+  EXPECT_EQ(run(graph_opt::import_onnx_bytes(m.bytes(), "m.onnx")), (std::vector<double>{2, 3, 4, 5, 6, 7}));
+  // A branch may name its output as the If's own.
+  GraphPb same = then_branch();
+  same.nodes[0] = node("Add", {"x", "one"}, {"y"}, "add");
+  same.outputs = {value("y", {2, 3})};
+  ModelPb n = if_model({}, {bool_tensor("cond", true)});
+  n.nodes.back() = node("If", {"cond"}, {"y"}, "if1", {attr_graph("then_branch", same), attr_graph("else_branch", else_branch())});
+  EXPECT_EQ(run(graph_opt::import_onnx_bytes(n.bytes(), "m.onnx")), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  // A branch's name may not shadow a value outside it.
+  GraphPb shadow = then_branch();
+  shadow.inits = {floats_tensor("k", {1}, {1})};
+  shadow.nodes[0] = node("Add", {"x", "k"}, {"then_out"}, "add");
+  n.nodes.back() = node("If", {"cond"}, {"y"}, "if1", {attr_graph("then_branch", shadow), attr_graph("else_branch", else_branch())});
+  EXPECT_HAS(import_error(n.bytes()), "then_branch initializer 'k' reuses the name of another value");
+}
+
 TEST(IfImport, NestedIfsAndOuterValuesComputedAfterTheIfInTheFile) {
   REQUIRE_FRONTEND();
   // The outer If's then-branch holds an If whose else-branch reads "z", which a node listed

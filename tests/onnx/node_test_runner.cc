@@ -21,8 +21,11 @@
 // to 4 digits), which the PASS line then says; NaN matches NaN; integers and bool exactly.
 // Expected rank-0 outputs match loom's shape [1].
 //
-// Inputs that loom needs at import (shapes, axes, pads, clip bounds) which a case passes as
-// graph inputs are bound to the data set's values (OnnxImportOptions::bind_inputs).
+// Inputs that loom needs at import (shapes, axes, pads, clip bounds, Compress's condition,
+// NonZero's input) which a case passes as graph inputs are bound to the data set's values
+// (OnnxImportOptions::bind_inputs). A PASS line names them, and says when the imported graph
+// kept no run-time input at all (every input bound or without elements: the outputs fold at
+// import); the summary counts both kinds of passes.
 //
 // Skips: a case loom cannot run (a loom::Error from import or execution) is SKIP only when the
 // skip file lists it (a regex matching its whole name, then the reason, under a `[category]`
@@ -215,7 +218,9 @@ fs::path model_file(const fs::path& dir) {
 /// inputs the manifest entry lists under "bind" (the real-model corpus's sample rate, which an
 /// If branches on). With "fix_input_shapes" (the corpus's models, exported with symbolic dims)
 /// every input's shape is the data set's. Every other input stays an input.
-loom::graph_opt::Graph import_for(const fs::path& dir, const fs::path& set, const nlohmann::json& entry) {
+/// The names of the graph inputs bound go into `bound`.
+loom::graph_opt::Graph import_for(const fs::path& dir, const fs::path& set, const nlohmann::json& entry,
+                                  std::set<std::string>* bound) {
   if (model_file(dir).extension() == ".json") return loom::graph_opt::load_graph(model_file(dir).string());
   const auto names = entry.at("inputs").get<std::vector<std::string>>();
   auto input_value = [&](const std::string& name) {
@@ -231,7 +236,9 @@ loom::graph_opt::Graph import_for(const fs::path& dir, const fs::path& set, cons
       if (!opt.bind_inputs.count(name)) opt.input_shapes[name] = input_value(name).shape();
   for (;;) {
     try {
-      return loom::graph_opt::import_onnx((dir / "model.onnx").string(), opt);
+      loom::graph_opt::Graph g = loom::graph_opt::import_onnx((dir / "model.onnx").string(), opt);
+      for (const auto& [name, _] : opt.bind_inputs) bound->insert(name);
+      return g;
     } catch (const loom::graph_opt::OnnxUnsupported& e) {
       const std::string& name = e.constant_input;
       if (name.empty() || opt.bind_inputs.count(name) || std::find(names.begin(), names.end(), name) == names.end()) throw;
@@ -260,7 +267,10 @@ std::vector<NDArray> execute(const loom::graph_opt::Graph& g, const std::string&
   throw loom::Error("unknown execution mode " + mode);
 }
 
-std::string run_case(const fs::path& dir, const std::string& mode, bool* loose) {
+/// `bound` collects the graph inputs bound at import, over the data sets; `folded` is set when
+/// an imported graph keeps no run-time input (every one bound, or without elements).
+std::string run_case(const fs::path& dir, const std::string& mode, bool* loose, std::set<std::string>* bound,
+                     bool* folded) {
   using namespace loom::graph_opt;
   const nlohmann::json& entry = manifest_entry(dir);
   const auto names = entry.at("inputs").get<std::vector<std::string>>();
@@ -271,7 +281,8 @@ std::string run_case(const fs::path& dir, const std::string& mode, bool* loose) 
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return "no test_data_set_N folder";
   for (const fs::path& set : sets) {
-    Graph g = import_for(dir, set, entry);
+    Graph g = import_for(dir, set, entry, bound);
+    *folded = *folded || (g.input_nodes().empty() && !names.empty());
     std::vector<NDArray> args;
     for (int node : g.input_nodes()) {
       const auto& t = g.nodes[size_t(node)].outputs[0];
@@ -324,9 +335,11 @@ Child start_child(const fs::path& dir, const std::vector<std::string>& modes, in
     try {
       bool loose = false;
       std::string diff;
+      std::set<std::string> bound;
+      bool folded = false;
       for (const std::string& mode : modes) {
         try {
-          diff = run_case(dir, mode, &loose);
+          diff = run_case(dir, mode, &loose, &bound, &folded);
         } catch (const loom::graph_opt::OnnxUnsupported&) {
           throw;
         } catch (const loom::Error& e) {
@@ -337,7 +350,9 @@ Child start_child(const fs::path& dir, const std::vector<std::string>& modes, in
           break;
         }
       }
-      msg = !diff.empty() ? "W" + diff : loose ? "L" : "P";
+      // A pass reports whether its outputs folded at import ('*', else '-') and the graph inputs bound.
+      msg = !diff.empty() ? "W" + diff
+                          : std::string(loose ? "L" : "P") + (folded ? "*" : "-") + fmt::format("{}", fmt::join(bound, ", "));
     } catch (const loom::Error& e) {
       msg = std::string(dynamic_cast<const loom::graph_opt::OnnxUnsupported*>(&e) ? "U" : "E") + e.what();
     } catch (const std::exception& e) {
@@ -475,7 +490,7 @@ int main(int argc, char** argv) {
   }
   std::set<std::string> supported;
   for (const std::string& op : loom::graph_opt::onnx_supported_ops()) supported.insert(op);
-  int passed = 0, failed = 0, skipped = 0;
+  int passed = 0, failed = 0, skipped = 0, passed_bound = 0, passed_folded = 0;
   std::map<std::string, int> skipped_by_category;
   std::map<std::string, int> cases_by_missing_op;
   std::vector<bool> rule_used(skips.size(), false);
@@ -491,7 +506,14 @@ int main(int argc, char** argv) {
     const std::vector<std::string> missing = ops_not_imported(name, supported);
     if ((kind == 'P' || kind == 'L') && !rule) {
       ++passed;
-      std::cout << "PASS " << name << (kind == 'L' ? " (within the case's own tolerance only, ONNX's rtol 1e-3)" : "") << "\n";
+      // msg: '*' when the imported graph kept no run-time input (its outputs fold at import), else '-'; the bound inputs.
+      const bool folded = !msg.empty() && msg[0] == '*';
+      const std::string bound = msg.size() > 1 ? msg.substr(1) : "";
+      passed_bound += !bound.empty();
+      passed_folded += folded;
+      std::cout << "PASS " << name << (kind == 'L' ? " (within the case's own tolerance only, ONNX's rtol 1e-3)" : "")
+                << (bound.empty() ? "" : " (graph inputs bound at import: " + bound + ")")
+                << (folded ? " (no run-time input left: its outputs fold at import)" : "") << "\n";
     } else if (kind == 'P' || kind == 'L') {
       ++failed;
       std::cout << "FAIL " << name << ": passes, but the skip list says '" << rule->reason
@@ -534,6 +556,11 @@ int main(int argc, char** argv) {
     for (const auto& [n, op] : by_count) list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", op, -n);
     std::cout << "operators not imported, by cases: " << list << "\n";
   }
+  if (passed_bound || passed_folded)
+    std::cout << fmt::format("of the passes, {} bind graph inputs that loom needs at import to the data set's values "
+                             "(shapes, axes, conditions); {} keep no run-time input (every input bound or without "
+                             "elements: their outputs fold at import)\n",
+                             passed_bound, passed_folded);
   std::cout << fmt::format("{} passed ({:.1f}% of {} cases), {} failed, {} skipped\n", passed,
                            cases.empty() ? 0.0 : 100.0 * passed / double(cases.size()), cases.size(), failed, skipped);
   return failed ? 1 : 0;

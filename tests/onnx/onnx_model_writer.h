@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 #include "common/protobuf_writer.h"
 
@@ -88,11 +89,17 @@ inline Pb attr_graph(const std::string& name, const GraphPb& g) { return Pb().s(
 
 struct ModelPb : GraphPb {
   int64_t opset = 19;
+  /// Opsets of other domains the model imports (e.g. {"ai.onnx.preview", 1}).
+  std::vector<std::pair<std::string, int64_t>> domains;
   std::string bytes() const {
     Pb model;
     model.i(1, 8).m(7, proto()).m(8, Pb().s(1, "").i(2, opset));
+    for (const auto& [domain, version] : domains) model.m(8, Pb().s(1, domain).i(2, version));
     return model.b;
   }
 };
+
+/// `n` (a node()) in operator domain `domain`.
+inline Pb in_domain(Pb n, const std::string& domain) { return n.s(7, domain); }
 
 }  // namespace loom::test::onnx_writer

@@ -13,13 +13,6 @@ namespace {
 using namespace loom::test::naive;
 using loom::te::ops::Attrs;
 
-Tensor reg(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {}) {
-  const ops::OpDef& d = ops::get_op(op);
-  auto out = d.compute(inputs, ops::normalize_attrs(d, attrs));
-  EXPECT_EQ(out.size(), 1u);
-  return out.at(0);
-}
-
 /// The determinant of the n×n row-major matrix at `m` by cofactor expansion along row 0.
 double cofactor_det(const std::vector<double>& m, int64_t n) {
   if (n == 1) return m[0];

@@ -23,13 +23,6 @@ namespace ops = loom::te::ops;
 const DataType f32 = DataType::Float(32), i32 = DataType::Int(32), i64 = DataType::Int(64);
 const double kInf = std::numeric_limits<double>::infinity();
 
-Tensor reg(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {}) {
-  const ops::OpDef& d = ops::get_op(op);
-  auto out = d.compute(inputs, ops::normalize_attrs(d, attrs));
-  EXPECT_EQ(out.size(), 1u);
-  return out.at(0);
-}
-
 Ref vals(Shape s, std::vector<double> v) {
   Ref r(std::move(s));
   EXPECT_EQ(r.v.size(), v.size());

@@ -12,6 +12,7 @@
 
 #include "loom/runtime/ndarray.h"
 #include "loom/te/evaluate.h"
+#include "loom/te/op_registry.h"
 #include "loom/te/ops.h"
 
 namespace loom::test::naive {
@@ -115,6 +116,14 @@ inline void expect_error(const std::function<void()>& f, std::initializer_list<s
     std::string msg = e.what();
     for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "message '" << msg << "' lacks '" << p << "'";
   }
+}
+
+/// The one output of registry operator `op` on `inputs`, its attributes normalized as the graph does.
+inline Tensor reg(const std::string& op, const std::vector<Tensor>& inputs, const ops::Attrs& attrs = {}) {
+  const ops::OpDef& d = ops::get_op(op);
+  auto out = d.compute(inputs, ops::normalize_attrs(d, attrs));
+  EXPECT_EQ(out.size(), 1u);
+  return out.at(0);
 }
 
 inline Tensor ph(Shape s, const std::string& name = "x", DataType t = DataType::Float(32)) {

@@ -20,13 +20,6 @@ namespace te = loom::te;
 namespace ops = loom::te::ops;
 
 /// The registry's compute of `op` (attributes normalized) on `inputs`; its only output.
-Tensor reg(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {}) {
-  const ops::OpDef& d = ops::get_op(op);
-  auto out = d.compute(inputs, ops::normalize_attrs(d, attrs));
-  EXPECT_EQ(out.size(), 1u);
-  return out.at(0);
-}
-
 TensorType tt(Shape s, std::string layout = "", DataType t = DataType::Float(32)) {
   return TensorType{std::move(s), t, std::move(layout)};
 }

@@ -17,13 +17,6 @@ using loom::te::ops::Attrs;
 namespace te = loom::te;
 namespace ops = loom::te::ops;
 
-Tensor reg(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {}) {
-  const ops::OpDef& d = ops::get_op(op);
-  auto out = d.compute(inputs, ops::normalize_attrs(d, attrs));
-  EXPECT_EQ(out.size(), 1u);
-  return out.at(0);
-}
-
 /// Integer values in [lo, hi] for an index input.
 Ref int_values(Inputs& in, const Tensor& t, int64_t lo, int64_t hi, uint32_t seed) {
   Ref r(shape_of(t));

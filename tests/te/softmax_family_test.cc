@@ -12,13 +12,6 @@ namespace {
 using namespace loom::test::naive;
 using loom::te::ops::Attrs;
 
-Tensor reg(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {}) {
-  const ops::OpDef& d = ops::get_op(op);
-  auto out = d.compute(inputs, ops::normalize_attrs(d, attrs));
-  EXPECT_EQ(out.size(), 1u);
-  return out.at(0);
-}
-
 Ref naive_along(const Ref& x, int axis, bool log_softmax) {
   Ref out = x;
   const int64_t n = x.shape[size_t(axis)];

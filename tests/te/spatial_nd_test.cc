@@ -16,13 +16,6 @@ using namespace loom::test::naive;
 using loom::te::ops::Attrs;
 namespace ops = loom::te::ops;
 
-Tensor reg(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
-  const ops::OpDef& d = ops::get_op(op);
-  auto out = d.compute(inputs, ops::normalize_attrs(d, attrs));
-  EXPECT_EQ(out.size(), 1u);
-  return out.at(0);
-}
-
 /// Iterates every multi-index of `shape`.
 void for_each_index(const Shape& shape, const std::function<void(const Shape&)>& f) {
   const int64_t n = numel(shape);

@@ -12,13 +12,6 @@ namespace {
 using namespace loom::test::naive;
 using loom::te::ops::Attrs;
 
-Tensor reg(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {}) {
-  const ops::OpDef& d = ops::get_op(op);
-  auto out = d.compute(inputs, ops::normalize_attrs(d, attrs));
-  EXPECT_EQ(out.size(), 1u);
-  return out.at(0);
-}
-
 /// x[n, c] at (y, x) bilinearly; neighbours outside the image read 0.
 double bilinear_zero(const Ref& x, int64_t n, int64_t c, double y, double xx) {
   const int64_t H = x.shape[2], W = x.shape[3];

@@ -1,4 +1,5 @@
-// Converters of ONNX's attention operators: Attention (opsets 23 to 25) and RotaryEmbedding (23),
+// Converters of ONNX's attention operators: Attention (opsets 23 to 25), RotaryEmbedding (23)
+// and ai.onnx.preview's FlexAttention (1, its score_mod and prob_mod subgraphs imported inline),
 // as chains of existing registry operators (batch_matmul, softmax, take, concat, elementwise).
 #include <fmt/ranges.h>
 
@@ -52,6 +53,10 @@ struct AttentionParams {
   DataType softmax_dtype;
   int64_t qk_mode = 0;   // which logits qk_output returns (ONNX's qk_matmul_output_mode)
   bool want_qk = false;
+  // FlexAttention's modifiers, applied in softmax_dtype to the logits before the softmax and
+  // to the probabilities after it; and its product with V computed in softmax_dtype.
+  std::function<Value(Value)> score_mod, prob_mod;
+  bool pv_in_softmax_dtype = false;
 };
 
 struct AttentionResult {
@@ -104,16 +109,20 @@ AttentionResult attention_chain(Importer& im, const AttentionInputs& in, const A
   if (p.want_qk && p.qk_mode == 2) r.qk = logits;
 
   logits = cast_to(im, logits, p.softmax_dtype);
+  if (p.score_mod) logits = p.score_mod(logits);
   Value probs = in.bias_may_mask_row
                     ? masked_softmax(im, logits)
                     : im.reshape(im.op("softmax", {im.reshape(logits, {b * hq * sq, skv})}, {{"axis", int64_t(-1)}}),
                                  {b, hq, sq, skv});
+  if (p.prob_mod) probs = p.prob_mod(probs);
   if (p.want_qk && p.qk_mode == 3) r.qk = probs;
   if (r.qk) r.qk = cast_to(im, *r.qk, t);
-  probs = cast_to(im, probs, t);
+  Value values = heads_for_queries(im, in.v, hq);
+  if (p.pv_in_softmax_dtype) values = cast_to(im, values, p.softmax_dtype);
+  else probs = cast_to(im, probs, t);
 
-  Value y = im.op("batch_matmul", {im.reshape(probs, {b * hq, sq, skv}), heads_for_queries(im, in.v, hq)});
-  r.y = im.reshape(y, {b, hq, sq, vs[3]});
+  Value y = im.op("batch_matmul", {im.reshape(probs, {b * hq, sq, skv}), values});
+  r.y = cast_to(im, im.reshape(y, {b, hq, sq, vs[3]}), t);
   return r;
 }
 
@@ -372,11 +381,56 @@ void rotary_embedding(Importer& im) {
   im.set_output(0, im.reshape(out, x));
 }
 
+// ---------------------------------------------------------------- FlexAttention
+
+/// The modifier subgraph attribute `name` as a function of the [B, Hq, L, S] tensor it
+/// modifies (none when absent); its result must keep the shape and type.
+std::function<Value(Value)> modifier(Importer& im, const char* name) {
+  if (!im.has_attr(name)) return {};
+  const onnx::GraphProto& g = im.attr_graph(name);
+  return [&im, &g, name](Value x) {
+    Value y = im.import_subgraph_function(g, name, {OnnxValue{x, false}}).value;
+    if (im.type(y).shape != im.type(x).shape || im.type(y).dtype != im.type(x).dtype)
+      im.invalid(fmt::format("{} turns {} into {}; it must keep the shape and type", name, te::ops::to_string(im.type(x)),
+                             te::ops::to_string(im.type(y))));
+    return y;
+  };
+}
+
+/// FlexAttention (ai.onnx.preview opset 1): scaled dot-product attention of rank-4 Q, K and V
+/// (grouped-query when Q has more heads), the logits and probabilities in softmax_precision
+/// (float32 below float64) and passed through score_mod and prob_mod.
+void flex_attention(Importer& im) {
+  const std::vector<int64_t> qs = im.input_shape(0), ks = im.input_shape(1), vs = im.input_shape(2);
+  if (qs.size() != 4 || ks.size() != 4 || vs.size() != 4)
+    im.invalid(fmt::format("Q {}, K {} and V {} must all be rank 4", shape_str(qs), shape_str(ks), shape_str(vs)));
+  const DataType t = im.input_dtype(0);
+  if (im.input_dtype(1) != t || im.input_dtype(2) != t || t.code() != DataType::kFloat)
+    im.invalid(fmt::format("Q, K and V must be of one floating-point type, got {}, {} and {}", t.str(),
+                           im.input_dtype(1).str(), im.input_dtype(2).str()));
+  if (ks[0] != qs[0] || vs[0] != qs[0] || ks[3] != qs[3] || vs[1] != ks[1] || vs[2] != ks[2] || qs[1] % ks[1])
+    im.invalid(fmt::format("Q {}, K {} and V {} do not fit together: equal batch, K's head size Q's, V's heads and "
+                           "sequence K's, Q's heads a multiple of K's",
+                           shape_str(qs), shape_str(ks), shape_str(vs)));
+  AttentionParams p;
+  p.scale = im.has_attr("scale") ? im.attr_float("scale") : 1.0 / std::sqrt(double(qs[3]));
+  p.softmax_dtype = im.has_attr("softmax_precision")
+                        ? to_dtype(int(im.attr_int("softmax_precision")), im.where() + ": softmax_precision")
+                        : t.bits() == 64 ? t : DataType::Float(32);
+  if (p.softmax_dtype.code() != DataType::kFloat)
+    im.invalid(fmt::format("softmax_precision is {}, not a floating-point type", p.softmax_dtype.str()));
+  p.score_mod = modifier(im, "score_mod");
+  p.prob_mod = modifier(im, "prob_mod");
+  p.pv_in_softmax_dtype = true;
+  im.set_output(0, attention_chain(im, AttentionInputs{im.input(0), im.input(1), im.input(2), std::nullopt, false}, p).y);
+}
+
 }  // namespace
 
 void add_attention_converters(std::map<std::string, Converter>& out) {
   out["Attention"] = attention;
   out["RotaryEmbedding"] = rotary_embedding;
+  out[std::string(kOnnxPreviewDomain) + ".FlexAttention"] = flex_attention;
 }
 
 }  // namespace loom::graph_opt::onnx_frontend

@@ -32,8 +32,40 @@ std::optional<Value> before_reshape(Importer& im, const char* loom_op, int resha
   return im.reshape(y, out);
 }
 
+/// Whether some input has no elements (an elementwise operator then has none to compute).
+bool any_input_empty(const Importer& im) {
+  for (int i = 0; i < im.num_inputs(); ++i)
+    if (im.input_empty(i)) return true;
+  return false;
+}
+
+/// Sets output 0 to a value without elements of `shape` and type `t` when some input has
+/// none; false otherwise.
+bool empty_elementwise(Importer& im, const std::vector<int64_t>& shape, DataType t) {
+  if (!any_input_empty(im)) return false;
+  im.set_empty_output(0, runtime::NDArray::empty(shape, t));
+  return true;
+}
+
+/// The numpy broadcast of inputs 0 and 1's shapes (an extent 1 stretches to any, 0 included).
+std::vector<int64_t> broadcast_shape(const Importer& im) {
+  std::vector<int64_t> a = im.input_shape(0), b = im.input_shape(1);
+  if (a.size() < b.size()) std::swap(a, b);
+  for (size_t k = 0; k < b.size(); ++k) {
+    int64_t& x = a[a.size() - b.size() + k];
+    const int64_t y = b[k];
+    if (x != y && x != 1 && y != 1)
+      im.invalid(fmt::format("input shapes {} and {} do not broadcast", shape_str(im.input_shape(0)),
+                             shape_str(im.input_shape(1))));
+    if (x == 1) x = y;
+  }
+  return a;
+}
+
 Converter binary(const char* loom_op) {
   return [loom_op](Importer& im) {
+    if (any_input_empty(im) && im.input_dtype(0) == im.input_dtype(1))
+      return im.set_empty_output(0, runtime::NDArray::empty(broadcast_shape(im), im.input_dtype(0)));
     Value a = im.input(0), b = im.input(1);
     if (im.type(a).dtype != im.type(b).dtype)
       im.invalid(fmt::format("inputs have different types {} and {}", im.type(a).dtype.str(), im.type(b).dtype.str()));
@@ -64,9 +96,11 @@ void pow_op(Importer& im) {
 
 Converter unary(const char* loom_op, bool float_only) {
   return [loom_op, float_only](Importer& im) {
+    const DataType t = im.input_dtype(0);
+    if (float_only && !t.is_float())
+      im.unsupported(fmt::format("input type {} (loom's {} takes floating point)", t.str(), loom_op));
+    if (empty_elementwise(im, im.input_shape(0), t)) return;
     Value x = im.input(0);
-    if (float_only && !im.type(x).dtype.is_float())
-      im.unsupported(fmt::format("input type {} (loom's {} takes floating point)", im.type(x).dtype.str(), loom_op));
     im.set_output(0, im.op(loom_op, {x}), im.input_scalar(0));
   };
 }
@@ -117,6 +151,7 @@ void cast(Importer& im) {
   DataType to = to_dtype(int(im.attr_int("to")), im.where() + ": attribute 'to'");
   if (im.opset() >= 19) im.ignore_attr("saturate");    // only for float8 targets, which loom lacks
   if (im.opset() >= 24) im.ignore_attr("round_mode");  // likewise
+  if (empty_elementwise(im, im.input_shape(0), to)) return;
   Value x = im.input(0);
   if (im.type(x).dtype == to) return im.set_output(0, x, im.input_scalar(0));
   im.set_output(0, im.op("cast", {x}, {{"dtype", to.str()}}), im.input_scalar(0));

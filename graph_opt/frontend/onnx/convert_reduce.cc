@@ -5,6 +5,7 @@
 // from 10) and its largest and sorted attributes (11).
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -73,14 +74,58 @@ Value log_sum_exp(Importer& im, Value x, const std::vector<int64_t>& axes) {
   return im.op("add", {unary(im, "log", s), m});
 }
 
+template <class T>
+void fill(runtime::NDArray& a, T v) {
+  T* p = static_cast<T*>(a.raw_data());
+  std::fill(p, p + a.numel(), v);
+}
+
+void fill_value(runtime::NDArray& a, double v) {
+  for (int64_t i = 0; i < a.numel(); ++i) a.set(i, v);
+}
+
+/// `a` (integers) filled with its type's lowest (or, `highest`, largest) value.
+void fill_integer_extreme(runtime::NDArray& a, bool highest) {
+  const DataType t = a.dtype();
+  auto limit = [&]<class T>(T) { fill<T>(a, highest ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest()); };
+  switch (t.bits()) {
+    case 8: t.is_uint() ? limit(uint8_t()) : limit(int8_t()); break;
+    case 16: t.is_uint() ? limit(uint16_t()) : limit(int16_t()); break;
+    case 32: t.is_uint() ? limit(uint32_t()) : limit(int32_t()); break;
+    default: t.is_uint() ? limit(uint64_t()) : limit(int64_t()); break;
+  }
+}
+
+/// The reduction of no elements, as ONNX defines it: a constant of shape `out` holding the
+/// identity of the reduction (0 for sums, 1 for products, -inf and +inf, or the type's lowest
+/// and largest values, for max and min), after the step that follows it (sqrt(0), log(0)).
+runtime::NDArray reduce_nothing(Importer& im, const char* onnx_name, const Reduction& r, const std::vector<int64_t>& out,
+                                DataType t) {
+  runtime::NDArray a = runtime::NDArray::empty(out.empty() ? std::vector<int64_t>{} : out, t);
+  const std::string op = r.loom_op;
+  const double inf = std::numeric_limits<double>::infinity();
+  if ((op == "reduce_max" || op == "reduce_min") && !r.log_sum_exp) {
+    const bool max = op == "reduce_max";
+    if (t.is_float() || t.is_bool()) fill_value(a, t.is_bool() ? (max ? 0.0 : 1.0) : (max ? -inf : inf));
+    else fill_integer_extreme(a, !max);
+    return a;
+  }
+  double v = op == "reduce_prod" ? 1.0 : 0.0;
+  if (op == "reduce_mean") v = std::nan("");
+  if (r.log_sum_exp || r.post == Post::kLog) v = -inf;
+  if (!t.is_float() && !std::isfinite(v))
+    im.unsupported(fmt::format("{} of no {} elements ({} has no integer value)", onnx_name, t.str(), v));
+  fill_value(a, v);
+  return a;
+}
+
 Converter reduction(const char* onnx_name, Reduction r, int axes_input_from) {
   return [onnx_name, r, axes_input_from](Importer& im) {
     const std::vector<int64_t> in = im.input_shape(0);
     const bool keepdims = im.attr_int("keepdims", 1) != 0;
     const bool noop_empty = im.opset() >= axes_input_from && im.attr_int("noop_with_empty_axes", 0) != 0;
     const std::vector<int64_t> axes = reduce_axes(im, axes_input_from);
-    Value x = im.input(0);
-    const DataType t = im.type(x).dtype;
+    const DataType t = im.input_dtype(0);
     const bool is_float = t.is_float();
     const bool needs_float = r.post != Post::kNone || r.log_sum_exp || std::string(r.loom_op) == "reduce_mean";
     if (r.log_sum_exp && !is_float) im.unsupported(fmt::format("{} of {} (floating point only)", onnx_name, t.str()));
@@ -89,7 +134,6 @@ Converter reduction(const char* onnx_name, Reduction r, int axes_input_from) {
     // Integers go through float64 where the result is not an integer (ONNX's reference truncates it back); bool
     // through uint8.
     const DataType work = t.is_bool() ? DataType::UInt(8) : (needs_float && !is_float) ? DataType::Float(64) : t;
-    if (work != t) x = im.op("cast", {x}, {{"dtype", work.str()}});
 
     std::vector<bool> reduced(in.size(), axes.empty() && !noop_empty);
     for (int64_t a : axes) {
@@ -103,6 +147,12 @@ Converter reduction(const char* onnx_name, Reduction r, int axes_input_from) {
       if (!reduced[d]) out.push_back(in[d]);
       else if (keepdims) out.push_back(1);
     }
+    if (im.input_empty(0)) {  // no elements: no data to read, and the result follows from the shapes
+      if (product(out) == 0) return im.set_empty_output(0, runtime::NDArray::empty(out, t));
+      return im.set_output(0, im.constant(reduce_nothing(im, onnx_name, r, out, t), "identity"), out.empty());
+    }
+    Value x = im.input(0);
+    if (work != t) x = im.op("cast", {x}, {{"dtype", work.str()}});
     // Rank 0 (held as [1]) reduces its one element; nothing reduced applies the elementwise steps alone.
     if (in.empty() && !noop_empty) loom_axes = {0};
     Value y = apply_pre(im, r.pre, x);

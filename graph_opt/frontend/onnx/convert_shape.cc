@@ -87,6 +87,14 @@ void slice(Importer& im) {
   if (starts.size() > in.size())
     im.invalid(fmt::format("{} starts for an input of rank {}", starts.size(), in.size()));
   axes = axes_of(im, axes, starts.size(), in.size());
+  // A slice without elements is a value without elements (a shape's empty prefix).
+  std::vector<int64_t> out = in;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (steps[k] == 0) im.invalid(fmt::format("steps [{}] has a 0 (axis {})", fmt::join(steps, ","), axes[k]));
+    int64_t first = 0;
+    out[size_t(axes[k])] = te::ops::slice_extent(in[size_t(axes[k])], starts[k], ends[k], steps[k], &first);
+  }
+  if (product(out) == 0) return im.set_empty_output(0, runtime::NDArray::empty(out, im.input_dtype(0)));
   im.set_output(0, slice_value(im, im.input(0), in, axes, starts, ends, steps));
 }
 
@@ -129,9 +137,9 @@ void split(Importer& im) {
   for (int k = 0; k < outputs; ++k) {
     const int64_t p = parts[size_t(k)];
     if (im.output_used(k)) {
-      if (p == 0) {
+      if (p == 0 || im.input_empty(0)) {
         std::vector<int64_t> shape = in;
-        shape[axis] = 0;
+        shape[axis] = p;
         im.set_empty_output(k, runtime::NDArray::empty(shape, im.input_dtype(0)));
       } else {
         im.set_output(k, slice_value(im, im.input(0), in, {int64_t(axis)}, {at}, {at + p}, {1}));

@@ -129,18 +129,28 @@ void transpose(Importer& im) {
   im.set_output(0, im.op("transpose", {im.input(0)}, {{"axes", perm}}));
 }
 
+/// Concat; inputs without elements add nothing and are left out (all of them: an output without elements).
 void concat(Importer& im) {
   const int64_t axis_attr = im.attr_int("axis");
   std::vector<Value> inputs;
-  size_t rank = 0;
+  std::vector<int64_t> shape;
+  bool any = false;
   for (int i = 0; i < im.num_inputs(); ++i) {
     if (!im.has_input(i)) continue;
-    if (im.input_scalar(i)) im.invalid(fmt::format("input {} is a scalar (rank 0)", i));
-    rank = im.input_shape(i).size();
-    inputs.push_back(im.input(i));
+    if (!im.input_empty(i) && im.input_scalar(i)) im.invalid(fmt::format("input {} is a scalar (rank 0)", i));
+    const std::vector<int64_t> s = im.input_shape(i);
+    if (!any) shape = s;
+    const int64_t axis = normalize_axis(im, axis_attr, s.size(), "axis");
+    bool fits = s.size() == shape.size();
+    for (size_t d = 0; fits && d < s.size(); ++d) fits = int64_t(d) == axis || s[d] == shape[d];
+    if (!fits) im.invalid(fmt::format("input {} {} does not fit the first input {} but on axis {}", i, shape_str(s), shape_str(shape), axis));
+    if (any) shape[size_t(axis)] += s[size_t(axis)];
+    any = true;
+    if (!im.input_empty(i)) inputs.push_back(im.input(i));
   }
-  if (inputs.empty()) im.invalid("no inputs");
-  int64_t axis = normalize_axis(im, axis_attr, rank, "axis");
+  if (!any) im.invalid("no inputs");
+  const int64_t axis = normalize_axis(im, axis_attr, shape.size(), "axis");
+  if (inputs.empty()) return im.set_empty_output(0, runtime::NDArray::empty(shape, im.input_dtype(0)));
   if (inputs.size() == 1) return im.set_output(0, inputs[0]);
   im.set_output(0, im.op("concat", inputs, {{"axis", axis}}));
 }

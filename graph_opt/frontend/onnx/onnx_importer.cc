@@ -48,8 +48,10 @@ int64_t normalize_axis(const Importer& im, int64_t axis, size_t rank, const std:
 int first_opset(const std::string& op_type) {
   // The operators loom imports that are younger than kOldestOnnxOpset.
   static const std::map<std::string, int> since{
-      {"ConstantOfShape", 9}, {"Erf", 9}, {"Sign", 9}, {"ThresholdedRelu", 10}, {"Round", 11}, {"Celu", 12},
-      {"HardSwish", 14}, {"CastLike", 15}, {"LayerNormalization", 17}, {"Mish", 18}, {"Gelu", 20}};
+      {"ConstantOfShape", 9}, {"Erf", 9}, {"Sign", 9}, {"Compress", 9}, {"NonZero", 9}, {"ThresholdedRelu", 10},
+      {"NonMaxSuppression", 10}, {"Round", 11}, {"Unique", 11}, {"Celu", 12}, {"NegativeLogLikelihoodLoss", 12},
+      {"SoftmaxCrossEntropyLoss", 12}, {"HardSwish", 14}, {"CastLike", 15}, {"LayerNormalization", 17}, {"Mish", 18},
+      {"Gelu", 20}};
   auto it = since.find(op_type);
   return it == since.end() ? kOldestOnnxOpset : it->second;
 }
@@ -78,6 +80,8 @@ const std::map<std::string, Converter>& converters() {
     add_recurrent_converters(m);
     add_softmax_converters(m);
     add_tensor_converters(m);
+    add_loss_converters(m);
+    add_data_dependent_converters(m);
     return m;
   }();
   return table;
@@ -100,7 +104,7 @@ void Importer::invalid(const std::string& what) const { throw Error(where() + ":
 
 Value Importer::input(int i) const {
   if (!has_input(i)) invalid(fmt::format("input {} is missing", i));
-  if (input_empty(i) || empty_inputs_.count(node_->input(i)))
+  if (input_empty(i))
     unsupported(fmt::format("input {} '{}' has no elements (loom has no empty tensors)", i, node_->input(i)));
   auto it = values_.find(node_->input(i));
   LOOM_ICHECK(it != values_.end());  // node_order() checked every reference
@@ -109,8 +113,6 @@ Value Importer::input(int i) const {
 
 DataType Importer::input_dtype(int i) const {
   if (input_empty(i)) return empty_.at(node_->input(i)).dtype();
-  if (has_input(i))
-    if (auto it = empty_inputs_.find(node_->input(i)); it != empty_inputs_.end()) return it->second;
   return type(input(i)).dtype;
 }
 
@@ -120,6 +122,7 @@ bool Importer::input_scalar(int i) const {
 }
 
 std::vector<int64_t> Importer::input_shape(int i) const {
+  if (input_empty(i)) return empty_.at(node_->input(i)).shape();
   if (input_scalar(i)) return {};
   return type(input(i)).shape;
 }
@@ -131,10 +134,6 @@ const runtime::NDArray* Importer::constant_of(Value v) const {
 
 runtime::NDArray Importer::const_input(int i, const std::string& what) const {
   if (input_empty(i)) return empty_.at(node_->input(i));
-  if (has_input(i) && empty_inputs_.count(node_->input(i)))
-    throw OnnxUnsupported(fmt::format("{}: {} (input {} '{}') is a graph input without elements; loom needs it at import "
-                                      "(bind it: OnnxImportOptions::bind_inputs)", where(), what, i, node_->input(i)),
-                          node_->input(i));
   Value v = input(i);
   const runtime::NDArray* a = constant_of(v);
   if (!a) {
@@ -418,9 +417,10 @@ void Importer::add_graph_inputs() {
       }
     }
     if (runtime::checked_element_count(t.shape, what) == 0) {
-      // No data to pass: left out of the signature; a node that reads it says so (an empty
-      // axes input read with const_input asks for it to be bound).
-      empty_inputs_[in.name()] = t.dtype;
+      // No data to pass, and its one possible value known: left out of the signature, a value
+      // without elements (as a bound one) that consumers read at import (empty axes, a slice
+      // of nothing to concatenate, a reduction of nothing).
+      empty_[in.name()] = runtime::NDArray::empty(t.shape, t.dtype);
       continue;
     }
     const bool scalar = t.shape.empty();
@@ -466,7 +466,7 @@ std::vector<int> Importer::node_order(const onnx::GraphProto& g) const {
     std::set<int> producers;
     for (size_t k = 0; k < inputs.size(); ++k) {
       const std::string& in = inputs[k];
-      if (in.empty() || values_.count(in) || empty_.count(in) || empty_inputs_.count(in)) continue;
+      if (in.empty() || values_.count(in) || empty_.count(in)) continue;
       auto it = producer.find(in);
       LOOM_CHECK(it != producer.end(),
                  "onnx: {}{}: node #{} '{}' ({}): {} '{}' is not a graph input, an initializer or any node's output",
@@ -506,15 +506,19 @@ void Importer::convert(const onnx::GraphProto& g, int index) {
   for (const auto& a : node_->attribute())
     if (!names.insert(a.name()).second) invalid(fmt::format("attribute '{}' is given more than once", a.name()));
   const std::string& domain = node_->domain();
-  const bool ml = domain == kOnnxMlDomain;
-  if (!domain.empty() && domain != "ai.onnx" && !ml)
+  const bool ml = domain == kOnnxMlDomain, preview = domain == kOnnxPreviewDomain;
+  if (!domain.empty() && domain != "ai.onnx" && !ml && !preview)
     unsupported(fmt::format("operators of domain '{}' are not supported", domain));
-  if (ml && ml_opset_ == 0) invalid(fmt::format("the model does not import the domain '{}' of its operator", domain));
-  // ONNX operator names hold no '.'; a default-domain one that does must not reach an ai.onnx.ml converter.
-  auto it = !ml && node_->op_type().find('.') != std::string::npos
+  if ((ml && ml_opset_ == 0) || (preview && preview_opset_ == 0))
+    invalid(fmt::format("the model does not import the domain '{}' of its operator", domain));
+  if (preview && preview_opset_ > kNewestOnnxPreviewOpset)
+    unsupported(fmt::format("{} opset {} is newer than {}, the newest loom imports", domain, preview_opset_,
+                            kNewestOnnxPreviewOpset));
+  // ONNX operator names hold no '.'; a default-domain one that does must not reach another domain's converter.
+  auto it = !ml && !preview && node_->op_type().find('.') != std::string::npos
                 ? converters().end()
-                : converters().find(ml ? std::string(kOnnxMlDomain) + "." + node_->op_type() : node_->op_type());
-  if (auto since = first_opset(node_->op_type()); !ml && since > opset_)
+                : converters().find(ml || preview ? domain + "." + node_->op_type() : node_->op_type());
+  if (auto since = first_opset(node_->op_type()); !ml && !preview && since > opset_)
     invalid(fmt::format("operator {} exists from opset {}; the model imports opset {}", node_->op_type(), since, opset_));
   if (it == converters().end())
     unsupported(fmt::format("operator {} is not supported (loom imports {})", node_->op_type(),
@@ -532,7 +536,7 @@ void Importer::set_graph_outputs() {
   LOOM_CHECK(graph_.output_size() > 0, "onnx: {}: the graph has no outputs", source_);
   for (const auto& out : graph_.output()) {
     auto it = values_.find(out.name());
-    if (it == values_.end() && (empty_.count(out.name()) || empty_inputs_.count(out.name())))
+    if (it == values_.end() && empty_.count(out.name()))
       throw OnnxUnsupported(fmt::format("onnx: {}: graph output '{}' has no elements (loom has no empty tensors)", source_, out.name()));
     LOOM_CHECK(it != values_.end(), "onnx: {}: graph output '{}' is not computed by any node", source_, out.name());
     const TensorType& t = type(it->second.value);
@@ -572,6 +576,11 @@ Graph Importer::run() {
       LOOM_CHECK(o.version() > 0 && o.version() <= INT32_MAX, "onnx: {}: {} opset version {} is not valid", source_,
                  kOnnxMlDomain, o.version());
       ml_opset_ = int(o.version());
+    }
+    if (o.domain() == kOnnxPreviewDomain) {
+      LOOM_CHECK(o.version() > 0 && o.version() <= INT32_MAX, "onnx: {}: {} opset version {} is not valid", source_,
+                 kOnnxPreviewDomain, o.version());
+      preview_opset_ = int(o.version());
     }
     if (!o.domain().empty() && o.domain() != "ai.onnx") continue;
     if (opset_ != 0 && o.version() != opset_)

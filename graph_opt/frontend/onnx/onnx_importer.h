@@ -48,16 +48,19 @@ class Importer {
   int opset() const { return opset_; }
   /// The model's ai.onnx.ml opset (0 when it imports none).
   int ml_opset() const { return ml_opset_; }
+  /// The model's ai.onnx.preview opset (0 when it imports none).
+  int preview_opset() const { return preview_opset_; }
   /// Inputs as written (empty names included: absent optional inputs).
   int num_inputs() const { return node_->input_size(); }
   bool has_input(int i) const { return i < node_->input_size() && !node_->input(i).empty(); }
-  /// Whether input `i` is a bound graph input with no elements (only const_ints reads it).
+  /// Whether input `i` is a value without elements (a graph input, initializer or output of
+  /// no elements): only its shape, type and const_input read it.
   bool input_empty(int i) const { return has_input(i) && empty_.count(node_->input(i)) != 0; }
   /// Input `i` (required: an error naming it when absent).
   Value input(int i) const;
   /// Whether ONNX sees input `i` as rank 0.
   bool input_scalar(int i) const;
-  /// The ONNX shape of input `i` ({} for rank 0).
+  /// The ONNX shape of input `i` ({} for rank 0), also of one without elements.
   std::vector<int64_t> input_shape(int i) const;
   /// The element type of input `i`, also of one without elements.
   DataType input_dtype(int i) const;
@@ -82,6 +85,10 @@ class Importer {
   /// being built, its nodes reading outer-scope values by name, and its outputs become the
   /// current node's, in order. `scope` names it in messages ("then_branch").
   void import_subgraph_as_outputs(const onnx::GraphProto& g, const std::string& scope);
+  /// Imports subgraph `g` of one output inline as a function: its inputs bound to `inputs`
+  /// (checked against their declared types and ranks), its output returned.
+  OnnxValue import_subgraph_function(const onnx::GraphProto& g, const std::string& scope,
+                                     const std::vector<OnnxValue>& inputs);
   /// Marks an attribute handled without reading it (e.g. one that only matters for types loom lacks).
   void ignore_attr(const std::string& name);
 
@@ -89,7 +96,8 @@ class Importer {
   bool output_used(int k) const { return k < node_->output_size() && !node_->output(k).empty(); }
   /// Sets output `k` (ONNX rank 0 when `scalar`).
   void set_output(int k, Value v, bool scalar = false);
-  /// Sets output `k` to an array without elements (only const_ints of a consumer reads it).
+  /// Sets output `k` to an array without elements (consumers read its shape and type, or it
+  /// as a constant; loom's graphs hold no value without elements).
   void set_empty_output(int k, runtime::NDArray a);
 
   // ---- emitting
@@ -128,6 +136,10 @@ class Importer {
 
  private:
   struct Pending;
+  /// Imports subgraph `g` inline with its inputs bound to `inputs`, then calls `read_outputs`
+  /// while its names are visible; the names it defines are dropped afterwards.
+  void import_subgraph(const onnx::GraphProto& g, const std::string& scope, const std::vector<OnnxValue>& inputs,
+                       const std::function<void()>& read_outputs);
   const onnx::AttributeProto* find_attr(const std::string& name) const;
   const onnx::AttributeProto& attr_of(const std::string& name, onnx::AttributeProto_AttributeType type);
   void resolve_input_shapes();
@@ -142,11 +154,11 @@ class Importer {
   OnnxImportOptions opt_;
   int opset_ = 0;
   int ml_opset_ = 0;
+  int preview_opset_ = 0;
   GraphBuilder builder_;
   std::map<std::string, OnnxValue> values_;       // by ONNX value name
   std::map<int, runtime::NDArray> constants_;     // by node index of the graph being built
-  std::map<std::string, runtime::NDArray> empty_;  // bound inputs without elements, by name
-  std::map<std::string, DataType> empty_inputs_;    // unbound graph inputs without elements -> their dtype
+  std::map<std::string, runtime::NDArray> empty_;  // values without elements (inputs, constants, outputs), by name
   std::map<std::string, int64_t> dim_values_;       // symbolic dims given an extent, by dim_param
   std::map<int, Value> reshaped_from_;               // reshape node index -> its input
   const onnx::NodeProto* node_ = nullptr;
@@ -167,6 +179,11 @@ using Converter = std::function<void(Importer&)>;
 /// The domain of ONNX's traditional machine-learning operators; their converters are keyed
 /// "ai.onnx.ml.<op type>".
 inline constexpr const char* kOnnxMlDomain = "ai.onnx.ml";
+/// The domain of ONNX's preview operators (FlexAttention); their converters are keyed
+/// "ai.onnx.preview.<op type>".
+inline constexpr const char* kOnnxPreviewDomain = "ai.onnx.preview";
+/// The newest ai.onnx.preview opset loom imports.
+inline constexpr int kNewestOnnxPreviewOpset = 1;
 /// Converters by ONNX op type.
 const std::map<std::string, Converter>& converters();
 /// The first default-domain opset that has operator `op_type` (kOldestOnnxOpset for the
@@ -192,6 +209,8 @@ void add_signal_converters(std::map<std::string, Converter>& out);
 void add_misc_converters(std::map<std::string, Converter>& out);
 void add_sequence_converters(std::map<std::string, Converter>& out);
 void add_ml_converters(std::map<std::string, Converter>& out);
+void add_loss_converters(std::map<std::string, Converter>& out);
+void add_data_dependent_converters(std::map<std::string, Converter>& out);
 
 /// The names node `n`'s subgraphs (recursively) read from outside themselves.
 std::vector<std::string> outer_references(const onnx::NodeProto& n);

@@ -23,6 +23,7 @@
 #include "loom/te/ops/shape.h"
 #include "loom/te/ops/logic.h"
 #include "loom/te/ops/linalg.h"
+#include "loom/te/ops/loss.h"
 #include "loom/te/ops/vision.h"
 #include "loom/te/ops/search.h"
 #include "loom/te/ops/spatial_nd.h"
