@@ -43,6 +43,8 @@ std::vector<OpDef> resize_ops();
 std::vector<OpDef> linalg_ops();
 /// roi_align, deform_conv2d.
 std::vector<OpDef> vision_ops();
+/// attention.
+std::vector<OpDef> attention_ops();
 
 /// An attribute spec with a default (`required` makes one without).
 inline AttrSpec attr(std::string name, AttrKind kind, std::optional<AttrValue> def, std::string doc) {
