@@ -35,6 +35,13 @@ std::vector<te::Tensor> attention_computation(const records::Workload& w, loweri
 /// The workload of the template's output `out` (its extern operation carries it).
 AttentionSpec attention_workload_of(const te::Tensor& out);
 
+/// A schedule of the computation's output `out` with the extern body's parameters `params`
+/// (the templates' knob values).
+schedule::Schedule attention_schedule(const te::Tensor& out, const std::map<std::string, int64_t>& params);
+
+/// What both templates share: name, workload check and flop count.
+Template attention_template_base();
+
 /// Element (b, h, i, x) of the [batch, heads, seq, dim] view of `t` (packed or not).
 te::Expr attention_at(const AttentionSpec& a, const te::Tensor& t, int64_t dim, te::Expr b, te::Expr h, te::Expr i,
                       te::Expr x);

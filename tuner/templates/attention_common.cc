@@ -75,6 +75,20 @@ AttentionSpec attention_workload_of(const te::Tensor& out) {
   return attention_workload(w);
 }
 
+schedule::Schedule attention_schedule(const te::Tensor& out, const std::map<std::string, int64_t>& params) {
+  Schedule s = create_schedule({out});
+  for (const auto& [key, value] : params) s[out].extern_param(key, value);
+  return s;
+}
+
+Template attention_template_base() {
+  Template t;
+  t.name = "attention";
+  t.check = [](const records::Workload& w) { attention_workload(w); };
+  t.flop = [](const records::Workload& w) { return attention_workload(w).dims.flop(); };
+  return t;
+}
+
 te::Expr attention_at(const AttentionSpec& a, const te::Tensor& t, int64_t dim, te::Expr b, te::Expr h, te::Expr i,
                       te::Expr x) {
   if (a.dims.packed) return t(b, i, h * c32(dim) + x);

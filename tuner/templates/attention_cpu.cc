@@ -214,25 +214,16 @@ schedule::Schedule schedule_attention(ConfigContext& cfg, const std::vector<Tens
   if (!cfg.defining() && bq * bk > kMaxScoreBlock)
     throw InstantiationError(fmt::format("attention: block_q {} x block_k {} scores exceed {} floats per thread", bq,
                                          bk, kMaxScoreBlock));
-  Schedule s = create_schedule({out});
-  schedule::Stage st = s[out];
-  st.extern_param("block_q", bq);
-  st.extern_param("block_k", bk);
-  st.extern_param("tile_q", tile_q);
-  st.extern_param("tile_k", tile_k);
-  st.extern_param("tile_rows", tile_rows);
-  return s;
+  return tmpl::attention_schedule(
+      out, {{"block_q", bq}, {"block_k", bk}, {"tile_q", tile_q}, {"tile_k", tile_k}, {"tile_rows", tile_rows}});
 }
 
 }  // namespace
 
 Template attention_template() {
-  Template t;
-  t.name = "attention";
+  Template t = tmpl::attention_template_base();
   t.shape_doc = "batch,heads,seq_q,seq_kv,head_dim (attrs packed, kv_heads, v_head_dim, bias, causal, causal_offset, scale)";
   t.doc = "softmax(Q*K^T*scale + bias)*V in one kernel (online softmax), float32";
-  t.check = [](const records::Workload& w) { tmpl::attention_workload(w); };
-  t.flop = [](const records::Workload& w) { return tmpl::attention_workload(w).dims.flop(); };
   t.compute = compute;
   t.schedule = schedule_attention;
   t.default_config = [](const ConfigSpace& sp) {

@@ -199,24 +199,16 @@ schedule::Schedule schedule_attention_cuda(ConfigContext& cfg, const std::vector
                                            bq, warps, bk, double(bq) / double(warps), shared_bytes(w, bq, bk, warps),
                                            kMaxShared));
   }
-  Schedule s = create_schedule({out});
-  schedule::Stage st = s[out];
-  st.extern_param("block_q", bq);
-  st.extern_param("block_k", bk);
-  st.extern_param("warps", warps);
-  return s;
+  return tmpl::attention_schedule(out, {{"block_q", bq}, {"block_k", bk}, {"warps", warps}});
 }
 
 }  // namespace
 
 Template attention_cuda_template() {
-  Template t;
-  t.name = "attention";
+  Template t = tmpl::attention_template_base();
   t.targets = {"cuda"};
   t.shape_doc = "batch,heads,seq_q,seq_kv,head_dim (attrs as the CPU template's)";
   t.doc = "softmax(Q*K^T*scale + bias)*V in one kernel (online softmax, shared K/V tiles, warp reductions), float32";
-  t.check = [](const records::Workload& w) { tmpl::attention_workload(w); };
-  t.flop = [](const records::Workload& w) { return tmpl::attention_workload(w).dims.flop(); };
   t.compute = compute;
   t.schedule = schedule_attention_cuda;
   t.default_config = [](const ConfigSpace& sp) {
