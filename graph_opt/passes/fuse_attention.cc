@@ -10,7 +10,8 @@
 //   probs  = softmax(logits)          along the last axis, Skv
 //   out    = matmul(probs, V)
 // with reshapes anywhere between (the importer's batch flattening, opsets before 13's 2-D
-// softmax). A scale may also multiply Q or K before the product. Q, K and V are read from
+// softmax). A scale may also multiply Q or K before the product, and the product may be K·Qᵀ
+// transposed into the scores (Keras's einsum 'aecd,abcd->acbe', as tf2onnx exports it). Q, K and V are read from
 // where the head split leaves them: a transpose (0, 2, 1, 3) of [B, S, H, D] (a reshape of
 // the projection's [B, S, H·D]) makes the operator read [B, S, H·D] directly (num_heads H),
 // when the output goes through the inverse transpose, which it then writes directly too;
@@ -85,6 +86,7 @@ class Finder {
     // Up from the softmax to the product Q·Kᵀ: reshapes, scalar scales, one bias add.
     double scale_above = 1.0, scale = 1.0;  // scale_above: the scales between the add and the softmax
     bool added = false;
+    bool swapped = false;  // the product is K·Qᵀ, transposed into the scores (as Keras's einsum writes it)
     std::vector<int64_t> add_shape;
     ValueRef x = s.inputs[0];
     while (true) {
@@ -98,7 +100,10 @@ class Finder {
         scale *= c->second;
         if (!added) scale_above *= c->second;
         x = c->first;
-      } else if (p.op == "add" && !added) {
+      } else if (p.op == "transpose" && !swapped && swaps_last_two(p)) {
+        swapped = true;
+        x = p.inputs[0];
+      } else if (p.op == "add" && !added && !swapped) {
         const int path = leads_to_product(p.inputs[0]) ? 0 : leads_to_product(p.inputs[1]) ? 1 : -1;
         if (path < 0) return std::nullopt;
         m.bias = p.inputs[size_t(1 - path)];
@@ -116,7 +121,9 @@ class Finder {
     m.bias_scale = scale_above;
     const Node& qk = g_.nodes[size_t(m.qk)];
     if (te::ops::attr_int(qk.attrs, "transpose_a")) return std::nullopt;
-    const bool kt_given = te::ops::attr_int(qk.attrs, "transpose_b") == 0;  // K arrives as Kᵀ [.., D, Skv]
+    // The product's operands: rows [.., S, D] first; the second given transposed [.., D, S] unless
+    // transpose_b. Q then K, or K then Q when the product is transposed into the scores.
+    const bool second_transposed = te::ops::attr_int(qk.attrs, "transpose_b") == 0;
 
     // Down from the softmax to probs·V.
     ValueRef y{softmax, 0};
@@ -141,8 +148,9 @@ class Finder {
     // Sizes: the products are [BH, Sq, Skv] and [BH, Sq, Dv] (2-D for one head).
     const std::vector<int64_t>& qks = qk.outputs[0].shape;
     const std::vector<int64_t>& pvs = g_.nodes[size_t(m.pv)].outputs[0].shape;
-    if (qks.size() < 2 || qks.back() != m.seq_kv || pvs.size() != qks.size()) return std::nullopt;
-    m.seq_q = qks[qks.size() - 2];
+    if (qks.size() < 2 || qks[qks.size() - (swapped ? 2 : 1)] != m.seq_kv || pvs.size() != qks.size())
+      return std::nullopt;
+    m.seq_q = qks[qks.size() - (swapped ? 1 : 2)];
     const int64_t bh = product(std::vector<int64_t>(qks.begin(), qks.end() - 2));
     m.head_dim = g_.type(qk.inputs[0]).shape.back();
     m.v_head_dim = pvs.back();
@@ -160,8 +168,9 @@ class Finder {
         break;
       }
     }
-    if (m.heads == 1) {
-      const std::vector<int64_t>& qsrc = g_.type(strip(qk.inputs[0], nullptr)).shape;
+    const ValueRef q_side = qk.inputs[swapped ? 1 : 0], k_side = qk.inputs[swapped ? 0 : 1];
+    if (m.heads == 1 && !swapped) {
+      const std::vector<int64_t>& qsrc = g_.type(strip(q_side, nullptr)).shape;
       if (qsrc.size() == 4 && qsrc[0] * qsrc[1] == bh && qsrc[2] == m.seq_q && qsrc[3] == m.head_dim) {
         m.batch = qsrc[0];
         m.heads = qsrc[1];
@@ -171,10 +180,12 @@ class Finder {
 
     // Q, K (scales before the product fold into the scale) and V.
     double qscale = 1.0, kscale = 1.0;
-    m.q = rows(strip(qk.inputs[0], &qscale), m, m.seq_q, m.head_dim);
-    ValueRef kt = strip(qk.inputs[1], &kscale);
-    m.k = kt_given ? transposed(kt, m) : rows(kt, m, m.seq_kv, m.head_dim);
-    m.v = rows(strip(g_.nodes[size_t(m.pv)].inputs[1], nullptr), m, m.seq_kv, m.v_head_dim);
+    ValueRef qv = strip(q_side, &qscale), kv = strip(k_side, &kscale);
+    m.q = swapped && second_transposed ? transposed(qv, m, m.seq_q, m.head_dim, &qscale)
+                                       : rows(qv, m, m.seq_q, m.head_dim, &qscale);
+    m.k = !swapped && second_transposed ? transposed(kv, m, m.seq_kv, m.head_dim, &kscale)
+                                        : rows(kv, m, m.seq_kv, m.head_dim, &kscale);
+    m.v = rows(strip(g_.nodes[size_t(m.pv)].inputs[1], nullptr), m, m.seq_kv, m.v_head_dim, nullptr);
     m.scale *= qscale * kscale;
 
     // The output: through reshapes to the inverse transpose (0, 2, 1, 3), read by itself alone.
@@ -229,6 +240,15 @@ class Finder {
     return count == 1;
   }
 
+  /// A transpose of the last two dims alone.
+  bool swaps_last_two(const Node& n) const {
+    std::vector<int64_t> swap(n.outputs[0].shape.size());
+    std::iota(swap.begin(), swap.end(), 0);
+    if (swap.size() < 2) return false;
+    std::swap(swap[swap.size() - 1], swap[swap.size() - 2]);
+    return n.op == "transpose" && te::ops::attr_ints(n.attrs, "axes") == swap;
+  }
+
   /// A float scalar constant (any shape of one element): its value.
   std::optional<double> scalar_constant(ValueRef v) const {
     const Node& n = g_.node(v);
@@ -247,13 +267,14 @@ class Finder {
     return std::nullopt;
   }
 
-  /// Whether `v` reaches a matmul through reshapes and scalar scales alone.
+  /// Whether `v` reaches a matmul through reshapes, scalar scales and a transpose of the last
+  /// two dims alone.
   bool leads_to_product(ValueRef v) const {
     while (true) {
       const Node& p = g_.node(v);
       if (!p.is_op()) return false;
       if (p.op == "batch_matmul" || p.op == "matmul") return true;
-      if (is_reshape(p)) v = p.inputs[0];
+      if (is_reshape(p) || swaps_last_two(p)) v = p.inputs[0];
       else if (auto c = scaled(p)) v = c->first;
       else return false;
     }
@@ -274,37 +295,44 @@ class Finder {
     }
   }
 
-  /// Q or V ([.., S, D] rows): packed when it is a transpose (0, 2, 1, 3) of [B, S, H, D].
-  Operand rows(ValueRef v, const Match& m, int64_t seq, int64_t dim) const {
+  /// Q, K or V as rows [.., S, D]: packed when it is a transpose (0, 2, 1, 3) of [B, S, H, D]
+  /// (scalar scales under the transpose fold into `scale`, when given).
+  Operand rows(ValueRef v, const Match& m, int64_t seq, int64_t dim, double* scale) const {
     const Node& n = g_.node(v);
     if (n.is_op() && n.op == "transpose" && te::ops::attr_ints(n.attrs, "axes") == std::vector<int64_t>{0, 2, 1, 3} &&
         g_.type(n.inputs[0]).shape == std::vector<int64_t>{m.batch, seq, m.heads, dim})
-      return Operand{n.inputs[0], true, {}};
+      return Operand{scalars_under(n.inputs[0], scale), true, {}};
     return Operand{v, false, {}};
   }
 
-  /// K from Kᵀ ([.., D, Skv]): a transpose's input permuted back, or Kᵀ transposed.
-  Operand transposed(ValueRef v, const Match& m) const {
-    const Node& n = g_.node(v);
-    if (n.is_op() && n.op == "transpose") {
-      // A transpose of the last two dims alone: its input is K (viewed as [B, H, Skv, D]).
-      std::vector<int64_t> swap(g_.type(v).shape.size());
-      std::iota(swap.begin(), swap.end(), 0);
-      if (swap.size() >= 2) std::swap(swap[swap.size() - 1], swap[swap.size() - 2]);
-      if (te::ops::attr_ints(n.attrs, "axes") == swap) return Operand{n.inputs[0], false, {}};
+  /// `v` through scalar scales of the same shape, multiplied into `scale` (when given).
+  ValueRef scalars_under(ValueRef v, double* scale) const {
+    while (scale) {
+      const Node& p = g_.node(v);
+      auto c = scaled(p);
+      if (!c || g_.type(c->first).shape != g_.type(v).shape) break;
+      *scale *= c->second;
+      v = c->first;
     }
+    return v;
+  }
+
+  /// Q or K given transposed ([.., D, S]): a transpose's input permuted back, or transposed.
+  Operand transposed(ValueRef v, const Match& m, int64_t seq, int64_t dim, double* scale) const {
+    const Node& n = g_.node(v);
+    // A transpose of the last two dims alone: its input is the rows (viewed as [B, H, S, D]).
+    if (n.is_op() && swaps_last_two(n)) return Operand{n.inputs[0], false, {}};
     if (n.is_op() && n.op == "transpose" &&
-        g_.type(v).shape == std::vector<int64_t>{m.batch, m.heads, m.head_dim, m.seq_kv}) {
+        g_.type(v).shape == std::vector<int64_t>{m.batch, m.heads, dim, seq}) {
       std::vector<int64_t> p = te::ops::attr_ints(n.attrs, "axes");
-      std::swap(p[2], p[3]);  // the permutation that gives K [B, H, Skv, D]
+      std::swap(p[2], p[3]);  // the permutation that gives [B, H, S, D]
       const std::vector<int64_t>& src = g_.type(n.inputs[0]).shape;
-      if (p == std::vector<int64_t>{0, 2, 1, 3} &&
-          src == std::vector<int64_t>{m.batch, m.seq_kv, m.heads, m.head_dim})
-        return Operand{n.inputs[0], true, {}};
+      if (p == std::vector<int64_t>{0, 2, 1, 3} && src == std::vector<int64_t>{m.batch, seq, m.heads, dim})
+        return Operand{scalars_under(n.inputs[0], scale), true, {}};
       if (p == std::vector<int64_t>{0, 1, 2, 3}) return Operand{n.inputs[0], false, {}};
       return Operand{n.inputs[0], false, p};
     }
-    return Operand{v, false, {0, 1, 3, 2}};  // viewed as [B, H, D, Skv] first
+    return Operand{v, false, {0, 1, 3, 2}};  // viewed as [B, H, D, S] first
   }
 
   /// Whether the bias, added to a value of shape `at`, broadcasts to [B, H, Sq, Skv]; sets

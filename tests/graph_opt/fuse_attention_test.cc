@@ -31,6 +31,7 @@ struct Chain {
   bool softmax_2d = false;       // opsets before 13: softmax of the [B·H·S, S] reshape
   bool merge_heads = true;       // the output transposed back to [B, S, H·D]
   bool three_d = false;          // [B·H, S, D] operands throughout (no 4-D split)
+  bool key_first = false;        // scores = transpose(K·Qᵀ), as Keras's einsum 'aecd,abcd->acbe' imports
   // Look-alikes.
   int64_t softmax_axis = -1;
   bool where_mask = false;       // where(mask, scores, -1e4) instead of an add
@@ -65,11 +66,18 @@ Graph chain(const Chain& c) {
     kt = b.multiply(kt, scalar(b, "k_scale", std::pow(double(D), -0.25)));
   }
   const std::vector<int64_t> frame = c.three_d ? std::vector<int64_t>{B * H, S, S} : std::vector<int64_t>{B, H, S, S};
-  Value scores = b.op("batch_matmul",
-                      {b.reshape(q, {B * H, S, D}), b.reshape(kt, c.k_inside ? std::vector<int64_t>{B * H, S, D}
-                                                                             : std::vector<int64_t>{B * H, D, S})},
-                      {{"transpose_b", int64_t(c.k_inside)}}, "scores");
-  scores = b.reshape(scores, frame);
+  Value scores;
+  if (c.key_first) {  // K rows times Q rows (transpose_b), then the scores transposed back
+    Value k_rows = b.reshape(heads(k_in, {0, 2, 1, 3}), {B * H, S, D});
+    scores = b.op("batch_matmul", {k_rows, b.reshape(q, {B * H, S, D})}, {{"transpose_b", int64_t(1)}}, "scores");
+    scores = b.op("transpose", {b.reshape(scores, frame)}, {{"axes", std::vector<int64_t>{0, 1, 3, 2}}});
+  } else {
+    scores = b.op("batch_matmul",
+                  {b.reshape(q, {B * H, S, D}), b.reshape(kt, c.k_inside ? std::vector<int64_t>{B * H, S, D}
+                                                                         : std::vector<int64_t>{B * H, D, S})},
+                  {{"transpose_b", int64_t(c.k_inside)}}, "scores");
+    scores = b.reshape(scores, frame);
+  }
   auto scale = [&](Value x) {
     if (c.scale_q_and_k) return x;
     if (c.vector_scale) return b.multiply(x, b.constant("vscale", test::random_array({S}, 9)));
@@ -151,6 +159,11 @@ TEST(FuseAttention, NoMask) { rewrite({.mask = false}, 1); }
 TEST(FuseAttention, HeadsLeftSplitReadsFourDimensionalViews) {
   Graph f = rewrite({.merge_heads = false}, 1);
   EXPECT_EQ(te::ops::attr_int(attention_node(f).attrs, "num_heads"), 0);
+}
+TEST(FuseAttention, KeyFirstProductTransposedIntoTheScores) {
+  Graph f = rewrite({.scale_q_and_k = true, .key_first = true}, 1);
+  EXPECT_EQ(te::ops::attr_int(attention_node(f).attrs, "num_heads"), H);
+  EXPECT_EQ(count_ops(f, "transpose"), 0) << f;
 }
 TEST(FuseAttention, FlattenedBatchAndHeads) { rewrite({.three_d = true}, 1); }
 TEST(FuseAttention, FlattenedWithKeyTransposedInside) { rewrite({.k_inside = true, .three_d = true}, 1); }
