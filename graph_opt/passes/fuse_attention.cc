@@ -11,11 +11,12 @@
 //   out    = matmul(probs, V)
 // with reshapes anywhere between (the importer's batch flattening, opsets before 13's 2-D
 // softmax). A scale may also multiply Q or K before the product, and the product may be K·Qᵀ
-// transposed into the scores (Keras's einsum 'aecd,abcd->acbe', as tf2onnx exports it). Q, K and V are read from
-// where the head split leaves them: a transpose (0, 2, 1, 3) of [B, S, H, D] (a reshape of
-// the projection's [B, S, H·D]) makes the operator read [B, S, H·D] directly (num_heads H),
-// when the output goes through the inverse transpose, which it then writes directly too;
-// otherwise the operator reads [B, H, S, D] views (K transposed back where it came as Kᵀ).
+// transposed into the scores (Keras's einsum 'aecd,abcd->acbe', as tf2onnx exports it).
+// Q, K and V are read from where the head split leaves them: a transpose (0, 2, 1, 3) of
+// [B, S, H, D] (a reshape of the projection's [B, S, H·D]) makes the operator read
+// [B, S, H·D] directly (num_heads H), when the output goes through the inverse transpose,
+// which it then writes directly too; otherwise the operator reads [B, H, S, D] views (K
+// transposed back where it came as Kᵀ).
 //
 // Left alone: a softmax along another axis, a mask that is not added (where, multiply), a
 // scale that is not a scalar constant, a chain value that something else reads (or the graph
