@@ -42,6 +42,10 @@ schedule::Schedule attention_schedule(const te::Tensor& out, const std::map<std:
 /// What both templates share: name, workload check and flop count.
 Template attention_template_base();
 
+/// int32 and float32 constants, as the kernels' loop IR writes them.
+inline te::Expr c32(int64_t v) { return te::make_const(DataType::Int(32), v); }
+inline te::Expr f32(double v) { return te::make_const(DataType::Float(32), v); }
+
 /// Element (b, h, i, x) of the [batch, heads, seq, dim] view of `t` (packed or not).
 te::Expr attention_at(const AttentionSpec& a, const te::Tensor& t, int64_t dim, te::Expr b, te::Expr h, te::Expr i,
                       te::Expr x);

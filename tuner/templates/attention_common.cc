@@ -7,12 +7,6 @@
 
 namespace loom::tuner::tmpl {
 
-namespace {
-
-te::Expr c32(int64_t v) { return te::make_const(DataType::Int(32), v); }
-
-}  // namespace
-
 AttentionSpec attention_workload(const records::Workload& w) {
   LOOM_CHECK(w.dtype == "float32", "{}: dtype must be float32, got '{}'", w.op, w.dtype);
   AttentionSpec a;

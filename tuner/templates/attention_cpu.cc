@@ -28,9 +28,9 @@ using te::Expr;
 using te::Tensor;
 using te::Var;
 using tmpl::AttentionSpec;
+using tmpl::c32;
+using tmpl::f32;
 
-Expr c32(int64_t v) { return te::make_const(DataType::Int(32), v); }
-Expr f32(double v) { return te::make_const(DataType::Float(32), v); }
 
 /// Largest per-thread block of scores (floats): a stack array of the code generator.
 constexpr int64_t kMaxScoreBlock = 16384;

@@ -24,11 +24,11 @@ using te::Expr;
 using te::Tensor;
 using te::Var;
 using tmpl::AttentionSpec;
+using tmpl::c32;
+using tmpl::f32;
 
 constexpr int64_t kWarp = 32;
 
-Expr c32(int64_t v) { return te::make_const(DataType::Int(32), v); }
-Expr f32(double v) { return te::make_const(DataType::Float(32), v); }
 
 /// `x` combined by `op` over the 32 lanes of the warp; every lane gets the result.
 Expr warp_allreduce(IRBuilder& ib, Expr x, const std::function<Expr(Expr, Expr)>& op, const std::string& name) {
