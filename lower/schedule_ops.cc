@@ -5,11 +5,13 @@
 // of the leaves. Where a split does not divide, or a stage covers more than its operation's
 // shape, the body is guarded by if (likely(...)); loop_partition later lifts the guard off
 // the main part. Reductions get an init nest over the spatial loops that sit inside the
-// first reduction loop (with fresh variables) and an update nest.
+// first reduction loop (with fresh variables) and an update nest. An extern stage is its
+// hand-written body (ir_builder.h), built here with the schedule's parameters.
 #include <algorithm>
 #include <unordered_set>
 
 #include "iter_relations.h"
+#include "loom/lower/ir_builder.h"
 #include "loom/lower/ir_mutator.h"
 #include "loom/lower/passes.h"
 #include "loom/te/intrinsics.h"
@@ -202,6 +204,10 @@ class NestBuilder {
 
 std::vector<Range> realize_bounds(const StageNode& st, const BoundMap& bounds) {
   std::vector<Range> r;
+  if (st.op->kind == te::OpKind::kExtern) {  // the whole output (every output has its own shape)
+    for (const Expr& e : st.op->output_shapes[0]) r.emplace_back(te::make_const(DataType::Int(32), 0), e);
+    return r;
+  }
   for (const IterVar& iv : st.op->axis) r.push_back(bounds.at(iv.get()));
   return r;
 }
@@ -211,6 +217,10 @@ Stmt realize(const StageNode& st, const BoundMap& bounds, Stmt body) {
   std::vector<Range> b = realize_bounds(st, bounds);
   std::string scope = st.scope.empty() ? "global" : st.scope;
   for (int i = st.op->num_outputs(); i-- > 0;) {
+    if (st.op->kind == te::OpKind::kExtern) {
+      b.clear();
+      for (const Expr& e : st.op->output_shapes[size_t(i)]) b.emplace_back(te::make_const(DataType::Int(32), 0), e);
+    }
     auto n = std::make_shared<ProducerRealizeNode>(te::output(st.op, i), b, scope, body);
     n->align.assign(b.size(), {0, 0});
     for (const auto& [dim, fo] : st.storage_align) {
@@ -270,7 +280,8 @@ Stmt schedule_ops(const schedule::Schedule& s, const BoundMap& bounds) {
   for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
     const StageNode& st = *it->get();
     if (st.op->kind == te::OpKind::kPlaceholder || st.attach_type == AttachType::kInline) continue;
-    Stmt nest = NestBuilder(st, bounds, analyzer).build();
+    Stmt nest = st.op->kind == te::OpKind::kExtern ? build_extern_body(st.op, st.extern_params)
+                                                   : NestBuilder(st, bounds, analyzer).build();
     if (st.attach_type == AttachType::kScope) {
       InjectAttach inject(st.attach_ivar, [&](Stmt inner) { return realize(st, bounds, seq({nest, inner})); });
       body = inject.mutate(body);

@@ -10,6 +10,13 @@ shape comes from Shape/Gather/Unsqueeze/Concat, GELU through Erf.
   resnet18      torchvision's ResNet-18 (BasicBlock, [2, 2, 2, 2]), 1000 classes
   mobilenet_v2  torchvision's MobileNetV2 (width 1.0), 1000 classes
   bert_layer    one BERT-base encoder layer: hidden 768, 12 heads, FFN 3072, post-LayerNorm
+  bert_base     BERT-base's encoder, all 12 layers, with its attention mask (inputs the
+                embeddings' output [1, seq, 768] and attention_mask [1, seq], 1 keep, 0 pad; the
+                mask becomes (1 - mask) * -10000 added to the scores, as transformers exports it)
+  bert_base_384 the same at sequence 384
+  vit_b16       ViT-B/16 at 224x224 (timm's VisionTransformer: 16x16 patch convolution, class
+                token, 12 pre-LayerNorm blocks whose attention splits one qkv projection with a
+                Reshape/Transpose/Gather and scales Q, GELU, 1000 classes)
   resnet18_int8, mobilenet_v2_int8
                 the two CNNs quantized by ONNX Runtime's own tools (quantize_qdq: QDQ, uint8
                 activations, per-channel int8 weights with reduce_range), as the test cases
@@ -19,8 +26,9 @@ Weights are drawn from one numpy generator seeded with --seed, scaled so that ac
 keep roughly unit variance through the network (He-normal convolutions, batch-norm statistics
 near identity, the last batch norm of each residual branch scaled by 0.5, encoder projections
 with variance 1/fan_in). For each model OUT/<name>.onnx and one input, OUT/<name>.input_0.npy
-(standard normal, same seed), are written. Smaller variants for tests: --image-size, --seq,
---hidden, --heads, --ffn.
+(standard normal, same seed), are written (bert_base's attention_mask, OUT/<name>.input_1.npy,
+is 1 but for the last eighth of the positions). Smaller variants for tests: --image-size, --seq,
+--hidden, --heads, --ffn, --layers.
 
     export_models.py OUT [--models resnet18,mobilenet_v2,bert_layer] [--image-size 224] [--seq 128]
 """
@@ -37,7 +45,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
 IR_VERSION = 8  # what opset 17 was released with; every ONNX Runtime since 1.13 reads it
-MODELS = ("resnet18", "mobilenet_v2", "bert_layer", "resnet18_int8", "mobilenet_v2_int8")
+MODELS = ("resnet18", "mobilenet_v2", "bert_layer", "resnet18_int8", "mobilenet_v2_int8", "bert_base", "bert_base_384",
+          "vit_b16")
 
 
 class Net:
@@ -108,10 +117,10 @@ class Net:
         y = self.node("MatMul", [x, w], f"{name}.matmul")
         return self.node("Add", [y, b], name)
 
-    def layer_norm(self, x: str, c: int, name: str) -> str:
+    def layer_norm(self, x: str, c: int, name: str, eps: float = 1e-12) -> str:
         g = self.const(f"{name}.weight", self.uniform((c,), 0.9, 1.1))
         b = self.const(f"{name}.bias", self.normal((c,), 0.02))
-        return self.node("LayerNormalization", [x, g, b], name, axis=-1, epsilon=1e-12)
+        return self.node("LayerNormalization", [x, g, b], name, axis=-1, epsilon=eps)
 
     def model(self, inputs: list[tuple[str, list[int]]], outputs: list[tuple[str, list[int]]]) -> onnx.ModelProto:
         graph = helper.make_graph(
@@ -190,52 +199,140 @@ def mobilenet_v2(seed: int, image: int, classes: int = 1000) -> tuple[onnx.Model
     return net.model([("data", shape)], [(logits, [1, classes])]), [("data", shape)]
 
 
-def bert_layer(seed: int, seq: int, hidden: int = 768, heads: int = 12, ffn: int = 3072
-               ) -> tuple[onnx.ModelProto, list[tuple[str, list[int]]]]:
-    if hidden % heads:
-        raise ValueError(f"--hidden {hidden} is not a multiple of --heads {heads}")
-    head = hidden // heads
-    net = Net("bert_layer", seed)
-    x = "hidden_states"
+def head_split_shape(net: Net, x: str, heads: int, head: int, prefix: str) -> str:
+    """The head split's target shape from the input's own shape, as torch exports a
+    view(batch, seq, heads, head_size): Shape -> Gather -> Unsqueeze -> Concat."""
     i64 = lambda name, v: net.const(name, np.array(v, np.int64))
-
-    # The head split's target shape from the input's own shape, as torch exports a
-    # view(batch, seq, heads, head_size): Shape -> Gather -> Unsqueeze -> Concat.
-    shape = net.node("Shape", [x], "attention.shape")
-    dims = [net.node("Unsqueeze", [net.node("Gather", [shape, i64("attention.dim_index", d)], "attention.dim", axis=0),
-                                   i64("attention.unsqueeze_axes", [0])], "attention.dim_unsqueeze")
+    shape = net.node("Shape", [x], f"{prefix}.shape")
+    dims = [net.node("Unsqueeze", [net.node("Gather", [shape, i64(f"{prefix}.dim_index", d)], f"{prefix}.dim", axis=0),
+                                   i64(f"{prefix}.unsqueeze_axes", [0])], f"{prefix}.dim_unsqueeze")
             for d in (0, 1)]
-    split_shape = net.node("Concat", dims + [i64("attention.head_dims", [heads, head])], "attention.split_shape", axis=0)
+    return net.node("Concat", dims + [i64(f"{prefix}.head_dims", [heads, head])], f"{prefix}.split_shape", axis=0)
+
+
+def gelu(net: Net, h: str, prefix: str) -> str:
+    """GELU(x) = x * 0.5 * (1 + erf(x / sqrt(2)))."""
+    e = net.node("Erf", [net.node("Div", [h, net.const("gelu.sqrt2", np.array(math.sqrt(2.0), np.float32))],
+                                  f"{prefix}.gelu.div")], f"{prefix}.gelu.erf")
+    e = net.node("Add", [e, net.const("gelu.one", np.array(1.0, np.float32))], f"{prefix}.gelu.add")
+    g = net.node("Mul", [h, e], f"{prefix}.gelu.mul")
+    return net.node("Mul", [g, net.const("gelu.half", np.array(0.5, np.float32))], f"{prefix}.gelu")
+
+
+def bert_encoder_layer(net: Net, x: str, prefix: str, hidden: int, heads: int, ffn: int,
+                       mask: str | None = None) -> str:
+    """One post-LayerNorm BERT layer as transformers exports it; `mask` is added to the scores."""
+    head = hidden // heads
+    split_shape = head_split_shape(net, x, heads, head, f"{prefix}attention")
 
     def heads_of(name: str, perm: list[int]) -> str:
-        y = net.linear(x, hidden, hidden, f"attention.self.{name}")
-        y = net.node("Reshape", [y, split_shape], f"attention.self.{name}.split")
-        return net.node("Transpose", [y], f"attention.self.{name}.heads", perm=perm)
+        y = net.linear(x, hidden, hidden, f"{prefix}attention.self.{name}")
+        y = net.node("Reshape", [y, split_shape], f"{prefix}attention.self.{name}.split")
+        return net.node("Transpose", [y], f"{prefix}attention.self.{name}.heads", perm=perm)
 
     q = heads_of("query", [0, 2, 1, 3])           # [B, H, S, D]
     k = heads_of("key", [0, 2, 3, 1])             # [B, H, D, S]
     v = heads_of("value", [0, 2, 1, 3])           # [B, H, S, D]
-    scores = net.node("MatMul", [q, k], "attention.self.scores")
+    scores = net.node("MatMul", [q, k], f"{prefix}attention.self.scores")
     scores = net.node("Div", [scores, net.const("attention.self.scale", np.array(math.sqrt(head), np.float32))],
-                      "attention.self.scaled")
-    probs = net.node("Softmax", [scores], "attention.self.softmax", axis=-1)
-    ctx = net.node("MatMul", [probs, v], "attention.self.context")
-    ctx = net.node("Transpose", [ctx], "attention.self.context.merge", perm=[0, 2, 1, 3])
-    ctx = net.node("Reshape", [ctx, i64("attention.self.merge_shape", [0, 0, hidden])], "attention.self.context.flat")
-    attn = net.linear(ctx, hidden, hidden, "attention.output.dense")
-    attn = net.layer_norm(net.node("Add", [attn, x], "attention.output.residual"), hidden, "attention.output.LayerNorm")
+                      f"{prefix}attention.self.scaled")
+    if mask is not None:
+        scores = net.node("Add", [scores, mask], f"{prefix}attention.self.masked")
+    probs = net.node("Softmax", [scores], f"{prefix}attention.self.softmax", axis=-1)
+    ctx = net.node("MatMul", [probs, v], f"{prefix}attention.self.context")
+    ctx = net.node("Transpose", [ctx], f"{prefix}attention.self.context.merge", perm=[0, 2, 1, 3])
+    merge = net.const("attention.self.merge_shape", np.array([0, 0, hidden], np.int64))
+    ctx = net.node("Reshape", [ctx, merge], f"{prefix}attention.self.context.flat")
+    attn = net.linear(ctx, hidden, hidden, f"{prefix}attention.output.dense")
+    attn = net.layer_norm(net.node("Add", [attn, x], f"{prefix}attention.output.residual"), hidden,
+                          f"{prefix}attention.output.LayerNorm")
+    g = gelu(net, net.linear(attn, hidden, ffn, f"{prefix}intermediate.dense"), f"{prefix}intermediate")
+    out = net.linear(g, ffn, hidden, f"{prefix}output.dense")
+    return net.layer_norm(net.node("Add", [out, attn], f"{prefix}output.residual"), hidden, f"{prefix}output.LayerNorm")
 
-    # GELU(x) = x * 0.5 * (1 + erf(x / sqrt(2)))
-    h = net.linear(attn, hidden, ffn, "intermediate.dense")
-    e = net.node("Erf", [net.node("Div", [h, net.const("gelu.sqrt2", np.array(math.sqrt(2.0), np.float32))],
-                                  "intermediate.gelu.div")], "intermediate.gelu.erf")
-    e = net.node("Add", [e, net.const("gelu.one", np.array(1.0, np.float32))], "intermediate.gelu.add")
-    g = net.node("Mul", [h, e], "intermediate.gelu.mul")
-    g = net.node("Mul", [g, net.const("gelu.half", np.array(0.5, np.float32))], "intermediate.gelu")
-    out = net.linear(g, ffn, hidden, "output.dense")
-    out = net.layer_norm(net.node("Add", [out, attn], "output.residual"), hidden, "output.LayerNorm")
+
+def bert_layer(seed: int, seq: int, hidden: int = 768, heads: int = 12, ffn: int = 3072
+               ) -> tuple[onnx.ModelProto, list[tuple[str, list[int]]]]:
+    if hidden % heads:
+        raise ValueError(f"--hidden {hidden} is not a multiple of --heads {heads}")
+    net = Net("bert_layer", seed)
+    x = "hidden_states"
+    out = bert_encoder_layer(net, x, "", hidden, heads, ffn)
     shape_in = [1, seq, hidden]
     return net.model([(x, shape_in)], [(out, shape_in)]), [(x, shape_in)]
+
+
+def bert_base(seed: int, seq: int, hidden: int = 768, heads: int = 12, ffn: int = 3072, layers: int = 12
+              ) -> tuple[onnx.ModelProto, list[tuple[str, list[int]]]]:
+    """BERT's encoder: `layers` layers over the embeddings' output, with the attention mask
+    extended as transformers does: (1 - mask[:, None, None, :]) * -10000."""
+    if hidden % heads:
+        raise ValueError(f"--hidden {hidden} is not a multiple of --heads {heads}")
+    net = Net("bert_base", seed)
+    x, mask = "hidden_states", "attention_mask"
+    m = net.node("Unsqueeze", [mask, net.const("mask.axes", np.array([1, 2], np.int64))], "extended_mask.unsqueeze")
+    m = net.node("Sub", [net.const("mask.one", np.array(1.0, np.float32)), m], "extended_mask.invert")
+    m = net.node("Mul", [m, net.const("mask.min", np.array(-10000.0, np.float32))], "extended_mask")
+    for i in range(layers):
+        x = bert_encoder_layer(net, x, f"encoder.layer.{i}.", hidden, heads, ffn, m)
+    inputs = [("hidden_states", [1, seq, hidden]), (mask, [1, seq])]
+    return net.model(inputs, [(x, [1, seq, hidden])]), inputs
+
+
+def vit(seed: int, image: int, patch: int = 16, hidden: int = 768, heads: int = 12, mlp: int = 3072,
+        layers: int = 12, classes: int = 1000) -> tuple[onnx.ModelProto, list[tuple[str, list[int]]]]:
+    """timm's VisionTransformer (vit_base_patch16_224) as torch.onnx exports it."""
+    if image % patch or hidden % heads:
+        raise ValueError(f"--image-size {image} must be a multiple of {patch}, --hidden {hidden} of --heads {heads}")
+    net = Net("vit_b16", seed)
+    head = hidden // heads
+    tokens = (image // patch) ** 2 + 1
+    i64 = lambda name, v: net.const(name, np.array(v, np.int64))
+    w = net.const("patch_embed.proj.weight", net.normal((hidden, 3, patch, patch), math.sqrt(1.0 / (3 * patch * patch))))
+    b = net.const("patch_embed.proj.bias", net.normal((hidden,), 0.02))
+    x = net.node("Conv", ["data", w, b], "patch_embed.proj", kernel_shape=[patch, patch], strides=[patch, patch],
+                 pads=[0, 0, 0, 0], dilations=[1, 1], group=1)
+    x = net.node("Reshape", [x, i64("patch_embed.flat_shape", [1, hidden, tokens - 1])], "patch_embed.flatten")
+    x = net.node("Transpose", [x], "patch_embed.transpose", perm=[0, 2, 1])
+    cls = net.const("cls_token", net.normal((1, 1, hidden), 0.02))
+    x = net.node("Concat", [cls, x], "cls_concat", axis=1)
+    x = net.node("Add", [x, net.const("pos_embed", net.normal((1, tokens, hidden), 0.02))], "pos_add")
+    scale = net.const("attn.scale", np.array(head ** -0.5, np.float32))
+    for i in range(layers):
+        p = f"blocks.{i}."
+        y = net.layer_norm(x, hidden, f"{p}norm1", eps=1e-6)
+        qkv = net.linear(y, hidden, 3 * hidden, f"{p}attn.qkv")
+        qkv = net.node("Reshape", [qkv, i64(f"{p}attn.qkv_shape", [1, tokens, 3, heads, head])], f"{p}attn.qkv.split")
+        qkv = net.node("Transpose", [qkv], f"{p}attn.qkv.permute", perm=[2, 0, 3, 1, 4])   # [3, B, H, N, D]
+        q, k, v = (net.node("Gather", [qkv, i64(f"{p}attn.index{j}", j)], f"{p}attn.{n}", axis=0)
+                   for j, n in enumerate("qkv"))
+        q = net.node("Mul", [q, scale], f"{p}attn.q_scaled")
+        kt = net.node("Transpose", [k], f"{p}attn.k_t", perm=[0, 1, 3, 2])
+        a = net.node("Softmax", [net.node("MatMul", [q, kt], f"{p}attn.scores")], f"{p}attn.softmax", axis=-1)
+        o = net.node("MatMul", [a, v], f"{p}attn.context")
+        o = net.node("Transpose", [o], f"{p}attn.merge", perm=[0, 2, 1, 3])
+        o = net.node("Reshape", [o, i64(f"{p}attn.merge_shape", [1, tokens, hidden])], f"{p}attn.flat")
+        x = net.node("Add", [x, net.linear(o, hidden, hidden, f"{p}attn.proj")], f"{p}residual1")
+        y = net.layer_norm(x, hidden, f"{p}norm2", eps=1e-6)
+        y = net.linear(gelu(net, net.linear(y, hidden, mlp, f"{p}mlp.fc1"), f"{p}mlp"), mlp, hidden, f"{p}mlp.fc2")
+        x = net.node("Add", [x, y], f"{p}residual2")
+    x = net.layer_norm(x, hidden, "norm", eps=1e-6)
+    x = net.node("Gather", [x, i64("cls_index", 0)], "cls_pool", axis=1)                  # [B, hidden]
+    wh = net.const("head.weight", net.normal((classes, hidden), 1.0 / math.sqrt(hidden)))
+    bh = net.const("head.bias", net.normal((classes,), 0.01))
+    logits = net.node("Gemm", [x, wh, bh], "head", alpha=1.0, beta=1.0, transB=1)
+    shape = [1, 3, image, image]
+    return net.model([("data", shape)], [(logits, [1, classes])]), [("data", shape)]
+
+
+def example_input(name: str, shape: list[int], rng: np.random.Generator) -> np.ndarray:
+    """An input of the models: standard normal, but an attention mask is 1 with the last eighth
+    of the positions 0 (padding)."""
+    if name == "attention_mask":
+        a = np.ones(shape, np.float32)
+        a[..., shape[-1] - shape[-1] // 8:] = 0
+        return a
+    return rng.standard_normal(shape).astype(np.float32)
 
 
 def quantize_qdq(model: onnx.ModelProto, inputs: list[tuple[str, list[int]]], path: str) -> None:
@@ -276,6 +373,7 @@ def main() -> int:
     ap.add_argument("--hidden", type=int, default=768)
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--ffn", type=int, default=3072)
+    ap.add_argument("--layers", type=int, default=12, help="bert_base's and vit_b16's layers (default 12)")
     args = ap.parse_args()
 
     names = [m for m in args.models.split(",") if m]
@@ -290,6 +388,11 @@ def main() -> int:
         seed = args.seed * 1000 + MODELS.index(base)
         if base == "bert_layer":
             model, inputs = bert_layer(seed, args.seq, args.hidden, args.heads, args.ffn)
+        elif base in ("bert_base", "bert_base_384"):
+            seq = 384 if base == "bert_base_384" else args.seq
+            model, inputs = bert_base(seed, seq, args.hidden, args.heads, args.ffn, args.layers)
+        elif base == "vit_b16":
+            model, inputs = vit(seed, args.image_size, 16, args.hidden, args.heads, args.ffn, args.layers, args.classes)
         elif base == "resnet18":
             model, inputs = resnet18(seed, args.image_size, args.classes)
         else:
@@ -301,8 +404,8 @@ def main() -> int:
             quantize_qdq(model, inputs, path)
             model = onnx.load(path)
         rng = np.random.default_rng(seed + 500)
-        for k, (_, shape) in enumerate(inputs):
-            np.save(os.path.join(args.out, f"{m}.input_{k}.npy"), rng.standard_normal(shape).astype(np.float32))
+        for k, (name, shape) in enumerate(inputs):
+            np.save(os.path.join(args.out, f"{m}.input_{k}.npy"), example_input(name, shape, rng))
         params = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
         print(f"{path}: {len(model.graph.node)} nodes, {params / 1e6:.2f} M parameters, opset {OPSET}, "
               f"input {' '.join(str(s) for _, s in inputs)}")

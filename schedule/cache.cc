@@ -80,7 +80,9 @@ Tensor Schedule::cache_read(const Tensor& t, const std::string& scope, const std
     LOOM_CHECK(readers[i] != nullptr, "{}: reader {} is undefined", where, i);
     Stage rs = sch->stage_of(readers[i]);
     LOOM_CHECK(rs != ts, "{}: '{}' cannot read its own cache", where, rs->name());
-    LOOM_CHECK(rs->op->kind == te::OpKind::kCompute, "{}: reader '{}' is a placeholder", where, rs->name());
+    LOOM_CHECK(rs->op->kind == te::OpKind::kCompute, "{}: reader '{}' is {}", where, rs->name(),
+               rs->op->kind == te::OpKind::kExtern ? "an extern operation (it reads its inputs as they are)"
+                                                   : "a placeholder");
     if (!seen.insert(rs.get()).second) continue;
     bool changed = false;
     auto body = detail::redirect_loads(sch, rs->op->body, map, &changed);
@@ -117,8 +119,8 @@ Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
   Stage s = detail::stage_of_tensor(sch, t, "cache_write");
   const Operation op = s->op;
   const std::string where = fmt::format("stage '{}': cache_write", op->name);
-  LOOM_CHECK(op->kind == te::OpKind::kCompute, "{}: '{}' is a placeholder; only computed tensors can be cached",
-             where, op->name);
+  LOOM_CHECK(op->kind == te::OpKind::kCompute, "{}: '{}' is {}; only computed tensors can be cached", where,
+             op->name, op->kind == te::OpKind::kExtern ? "an extern operation" : "a placeholder");
   detail::check_scope(where, scope);
   LOOM_CHECK(s->attach_type != AttachType::kInline, "{}: the stage is inlined", where);
   LOOM_CHECK(s->relations.empty() && s->iter_var_attrs.empty() && s->leaf_iter_vars == s->all_iter_vars,

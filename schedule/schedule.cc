@@ -15,7 +15,8 @@ std::vector<IterVar> StageNode::root_iter_vars() const { return detail::root_ite
 IterVar Stage::axis(size_t i) const {
   LOOM_CHECK(defined(), "Stage::axis: the stage is undefined");
   const auto& op = node_->op;
-  LOOM_CHECK(op->kind == te::OpKind::kCompute, "stage '{}': axis({}): a placeholder has no axes", op->name, i);
+  LOOM_CHECK(op->kind == te::OpKind::kCompute, "stage '{}': axis({}): {} has no axes", op->name, i,
+             op->kind == te::OpKind::kExtern ? "an extern operation" : "a placeholder");
   LOOM_CHECK(i < op->axis.size(), "stage '{}': axis({}) is out of range: the operation has {} spatial axes",
              op->name, i, op->axis.size());
   return op->axis[i];
@@ -24,8 +25,8 @@ IterVar Stage::axis(size_t i) const {
 IterVar Stage::reduce_axis(size_t i) const {
   LOOM_CHECK(defined(), "Stage::reduce_axis: the stage is undefined");
   const auto& op = node_->op;
-  LOOM_CHECK(op->kind == te::OpKind::kCompute, "stage '{}': reduce_axis({}): a placeholder has no axes", op->name,
-             i);
+  LOOM_CHECK(op->kind == te::OpKind::kCompute, "stage '{}': reduce_axis({}): {} has no axes", op->name, i,
+             op->kind == te::OpKind::kExtern ? "an extern operation" : "a placeholder");
   LOOM_CHECK(i < op->reduce_axis.size(),
              "stage '{}': reduce_axis({}) is out of range: the operation has {} reduce axes", op->name, i,
              op->reduce_axis.size());
@@ -61,7 +62,7 @@ void ScheduleNode::sort_stages() {
     size_t next = 0;
   };
   auto inputs_of = [](const Stage& s) {
-    return s->op->kind == te::OpKind::kCompute ? s->op->input_tensors() : std::vector<Tensor>{};
+    return s->op->input_tensors();
   };
   for (const Stage& root : stages) {
     if (!visited.insert(root.get()).second) continue;
@@ -149,7 +150,7 @@ Schedule create_schedule(const std::vector<Operation>& outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Operation& op = outputs[i];
     LOOM_CHECK(op != nullptr, "create_schedule: output {} is undefined", i);
-    LOOM_CHECK(op->kind == te::OpKind::kCompute,
+    LOOM_CHECK(op->kind != te::OpKind::kPlaceholder,
                "create_schedule: output '{}' is a placeholder; an output must be computed", op->name);
     if (!seen.insert(op.get()).second) continue;
     outs.push_back(op);

@@ -111,6 +111,19 @@ void refresh_dataflow(ScheduleNode* sch) {
   LoadRedirector r(sch, nullptr, true);
   for (auto& s : sch->stages) {
     const te::Operation& op = s->op;
+    if (op->kind == te::OpKind::kExtern) {
+      // An extern operation reads whole tensors: each input follows its stage's operation.
+      auto n = std::make_shared<te::OperationNode>(*op);
+      bool changed = false;
+      for (Tensor& in : n->inputs) {
+        auto it = sch->stage_map.find(in.op().get());
+        if (it == sch->stage_map.end() || it->second->op == in.op()) continue;
+        in = te::output(it->second->op, in.value_index());
+        changed = true;
+      }
+      if (changed) set_stage_op(sch, s, n);
+      continue;
+    }
     if (op->kind != te::OpKind::kCompute) continue;
     bool changed = false;
     auto body = mutate_body(r, op->body, &changed);

@@ -30,6 +30,10 @@ size_t leaf_pos(const StageNode* s, const IterVar& iv) {
 }
 
 void check_compute(const StageNode* s, const char* verb) {
+  LOOM_CHECK(s->op->kind != te::OpKind::kExtern,
+             "stage '{}': cannot {}: '{}' is an extern operation, whose body is written by hand; it runs at the root "
+             "and takes only extern_param",
+             name_of(s), verb, name_of(s));
   LOOM_CHECK(s->op->kind == te::OpKind::kCompute,
              "stage '{}': cannot {}: '{}' is a placeholder (an input); it has nothing to schedule", name_of(s), verb,
              name_of(s));
@@ -306,8 +310,8 @@ void Stage::compute_at(const Stage& parent, const IterVar& scope) {
   LOOM_CHECK(p != s, "stage '{}': cannot compute_at its own loop", name_of(s));
   LOOM_CHECK(!s->is_output, "stage '{}': cannot compute_at '{}': '{}' is an output, and outputs are computed at the root",
              name_of(s), name_of(p), name_of(s));
-  LOOM_CHECK(p->op->kind == te::OpKind::kCompute, "stage '{}': cannot compute_at '{}': it is a placeholder",
-             name_of(s), name_of(p));
+  LOOM_CHECK(p->op->kind == te::OpKind::kCompute, "stage '{}': cannot compute_at '{}': it is {}", name_of(s),
+             name_of(p), p->op->kind == te::OpKind::kExtern ? "an extern operation (it has no loops)" : "a placeholder");
   LOOM_CHECK(p->attach_type != AttachType::kInline,
              "stage '{}': cannot compute_at '{}': that stage is inlined and has no loops", name_of(s), name_of(p));
   LOOM_CHECK(scope.defined(), "stage '{}': compute_at '{}': the scope axis is undefined", name_of(s), name_of(p));
@@ -338,6 +342,7 @@ void Stage::compute_inline() {
 
 void Stage::compute_root() {
   StageNode* s = self_of(*this, "compute_root");
+  if (s->op->kind == te::OpKind::kExtern) return;  // where it always is
   check_compute(s, "compute_root");
   s->attach_type = AttachType::kRoot;
   s->attach_stage = Stage();
@@ -377,6 +382,21 @@ void Stage::double_buffer() {
   check_compute(s, "double_buffer");
   LOOM_CHECK(!s->is_output, "stage '{}': cannot double_buffer an output", name_of(s));
   s->double_buffer = true;
+}
+
+void Stage::extern_param(const std::string& key, int64_t value) {
+  StageNode* s = self_of(*this, "extern_param");
+  LOOM_CHECK(s->op->kind == te::OpKind::kExtern,
+             "stage '{}': extern_param '{}': '{}' is not an extern operation (only te::extern_op bodies take "
+             "parameters)",
+             name_of(s), key, name_of(s));
+  if (!s->op->params.count(key)) {
+    std::string known;
+    for (const auto& [k, v] : s->op->params) known += (known.empty() ? "" : ", ") + k;
+    fail("stage '{}': extern_param: the body has no parameter '{}' (it has: {})", name_of(s), key,
+         known.empty() ? "none" : known);
+  }
+  s->extern_params[key] = value;
 }
 
 }  // namespace loom::schedule

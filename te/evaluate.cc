@@ -789,6 +789,20 @@ std::vector<NDArray> evaluate(const std::vector<Tensor>& outputs, const std::map
       arrays[{op.get(), 0}] = a;
       continue;
     }
+    if (op->kind == OpKind::kExtern) {
+      LOOM_CHECK(!op->reference.empty(),
+                 "evaluate: extern operation '{}' has no reference computation (te::extern_op's `reference`)",
+                 op->name);
+      std::map<Tensor, NDArray> in;
+      for (size_t i = 0; i < op->inputs.size(); ++i)
+        in[op->reference_inputs[i]] = arrays.at({op->inputs[i].op().get(), op->inputs[i].value_index()});
+      std::vector<NDArray> out = evaluate(op->reference, in);
+      for (int i = 0; i < op->num_outputs(); ++i) {
+        arrays[{op.get(), i}] = out[size_t(i)];
+        buffers[{op.get(), i}] = make_buffer(op->name, out[size_t(i)]);
+      }
+      continue;
+    }
     std::vector<int64_t> shape = const_shape(op->output_shape(0), op->name);
     for (auto& iv : op->axis)
       LOOM_CHECK(is_zero(iv.dom().min), "evaluate: compute '{}': axis '{}' does not start at 0", op->name, iv.name());

@@ -97,6 +97,9 @@ std::vector<IntrinsicInfo> make_table() {
     d.elementwise = false;
     t.push_back(d);
   }
+  // Warp-level data exchange (CUDA): convergent, so never hoisted, dropped or speculated.
+  t.push_back(effect(intrin::kWarpShuffleXor, 2, {T::kSame, T::kIndex}, T::kNumeric, kBackendCUDA,
+                     "(x, lane mask): x of lane (this lane xor mask) in the warp, __shfl_xor_sync"));
   // WMMA fragments (CUDA tensor cores); see te/tensor_intrinsics/wmma.cc.
   t.push_back(effect("loom.wmma_fill", 3, {T::kHandle, T::kIndex, T::kFloat}, T::kVoid, kBackendCUDA,
                      "(fragment buffer, fragment index, value): every element of the fragment = value"));

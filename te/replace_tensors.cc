@@ -51,7 +51,7 @@ std::vector<Tensor> replace_tensors(const std::vector<Tensor>& outputs, const st
   }
   std::unordered_map<const OperationNode*, Operation> rebuilt;
   for (const Operation& op : post_dfs_order(outputs)) {
-    if (op->kind != OpKind::kCompute || tensor_map.count(Key{op.get(), 0})) continue;
+    if (op->kind == OpKind::kPlaceholder || tensor_map.count(Key{op.get(), 0})) continue;
     bool reads_replaced = false;
     for (const Tensor& in : op->input_tensors())
       reads_replaced |= tensor_map.count(Key{in.op().get(), in.value_index()}) > 0;
@@ -59,6 +59,11 @@ std::vector<Tensor> replace_tensors(const std::vector<Tensor>& outputs, const st
     ReplaceReads rr(tensor_map);
     auto n = std::make_shared<OperationNode>(*op);
     for (Expr& b : n->body) b = rr.mutate(b);
+    // An extern operation reads its inputs by position (its reference has placeholders of its own).
+    for (Tensor& in : n->inputs) {
+      auto it = tensor_map.find(Key{in.op().get(), in.value_index()});
+      if (it != tensor_map.end()) in = it->second;
+    }
     Operation fresh = n;
     rebuilt[op.get()] = fresh;
     for (int i = 0; i < op->num_outputs(); ++i) tensor_map[Key{op.get(), i}] = output(fresh, i);

@@ -1,6 +1,7 @@
-// Tensors, placeholder and compute operations, reducers, and the operation graph walk.
+// Tensors, placeholder, compute and extern operations, reducers, and the operation graph walk.
 #include "loom/te/tensor.h"
 
+#include <algorithm>
 #include <limits>
 #include <unordered_set>
 
@@ -134,8 +135,27 @@ bool Tensor::operator<(const Tensor& o) const {
 }
 
 // ---------------------------------------------------------------- operations
+int OperationNode::num_outputs() const {
+  switch (kind) {
+    case OpKind::kPlaceholder: return 1;
+    case OpKind::kCompute: return int(body.size());
+    case OpKind::kExtern: return int(output_dtypes.size());
+  }
+  return 0;
+}
+
+DataType OperationNode::output_dtype(int i) const {
+  switch (kind) {
+    case OpKind::kPlaceholder: return dtype;
+    case OpKind::kCompute: return body[size_t(i)].dtype();
+    case OpKind::kExtern: return output_dtypes[size_t(i)];
+  }
+  return dtype;
+}
+
 std::vector<Expr> OperationNode::output_shape(int i) const {
   if (kind == OpKind::kPlaceholder) return shape;
+  if (kind == OpKind::kExtern) return output_shapes[size_t(i)];
   std::vector<Expr> s;
   s.reserve(axis.size());
   for (auto& iv : axis) s.push_back(iv->dom.extent);
@@ -144,6 +164,11 @@ std::vector<Expr> OperationNode::output_shape(int i) const {
 
 std::vector<Tensor> OperationNode::input_tensors() const {
   std::vector<Tensor> result;
+  if (kind == OpKind::kExtern) {
+    for (const Tensor& t : inputs)
+      if (std::find(result.begin(), result.end(), t) == result.end()) result.push_back(t);
+    return result;
+  }
   if (kind != OpKind::kCompute) return result;
   auto add = [&](const Expr& e) {
     if (auto* p = e.as<ProducerLoadNode>()) {
@@ -215,6 +240,51 @@ Tensor compute(std::vector<Expr> shape, FCompute f, std::string name, std::strin
                std::map<std::string, std::string> attrs) {
   FComputeMulti g = [&f](const std::vector<Var>& v) { return std::vector<Expr>{f(v)}; };
   return compute_multi(std::move(shape), g, std::move(name), std::move(tag), std::move(attrs))[0];
+}
+
+// ---------------------------------------------------------------- extern
+std::vector<Tensor> extern_op(std::string name, std::vector<std::vector<Expr>> shapes, std::vector<DataType> dtypes,
+                              std::vector<Tensor> inputs, std::shared_ptr<const ExternBody> body,
+                              std::map<std::string, int64_t> params, const FReference& reference, std::string tag,
+                              std::map<std::string, std::string> attrs) {
+  LOOM_CHECK(!shapes.empty(), "extern '{}': it has no outputs", name);
+  LOOM_CHECK(shapes.size() == dtypes.size(), "extern '{}': {} output shapes but {} output types", name, shapes.size(),
+             dtypes.size());
+  LOOM_CHECK(body != nullptr, "extern '{}': the body is undefined", name);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    LOOM_CHECK(inputs[i].defined(), "extern '{}': input {} is undefined", name, i);
+  auto op = std::make_shared<OperationNode>();
+  op->kind = OpKind::kExtern;
+  op->name = std::move(name);
+  op->tag = std::move(tag);
+  op->attrs = std::move(attrs);
+  for (auto& s : shapes) op->output_shapes.push_back(normalize_shape(std::move(s), "extern", op->name));
+  op->output_dtypes = std::move(dtypes);
+  op->inputs = std::move(inputs);
+  op->extern_body = std::move(body);
+  op->params = std::move(params);
+  if (reference) {
+    for (const Tensor& t : op->inputs) op->reference_inputs.push_back(placeholder(t.shape(), t.dtype(), t.name()));
+    op->reference = reference(op->reference_inputs);
+    LOOM_CHECK(op->reference.size() == op->output_dtypes.size(),
+               "extern '{}': the reference computes {} tensors for {} outputs", op->name, op->reference.size(),
+               op->output_dtypes.size());
+    for (size_t i = 0; i < op->reference.size(); ++i) {
+      const Tensor& r = op->reference[i];
+      LOOM_CHECK(r.defined(), "extern '{}': reference output {} is undefined", op->name, i);
+      bool same = r.dtype() == op->output_dtypes[i] && r.ndim() == op->output_shapes[i].size();
+      for (size_t d = 0; same && d < r.ndim(); ++d) {
+        auto a = as_const_int(r.shape()[d]), b = as_const_int(op->output_shapes[i][d]);
+        same = a && b && *a == *b;
+      }
+      LOOM_CHECK(same, "extern '{}': reference output {} is {} [{}], the output {} [{}]", op->name, i,
+                 r.dtype().str(), join_exprs(r.shape()), op->output_dtypes[i].str(),
+                 join_exprs(op->output_shapes[i]));
+    }
+  }
+  std::vector<Tensor> outs;
+  for (int i = 0; i < op->num_outputs(); ++i) outs.push_back(output(op, i));
+  return outs;
 }
 
 // ---------------------------------------------------------------- reductions

@@ -6,13 +6,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
 #include <optional>
+#include <unordered_map>
 
 #include "loom/runtime/error.h"
+#include "loom/te/ops/attention.h"
 
 #ifdef LOOM_CLI_HAVE_OPENBLAS
 #include <cblas.h>
@@ -181,6 +184,101 @@ Peer dnnl_softmax_peer(const records::Workload& w) {
   softmax_forward::primitive_desc pd(softmax_forward::desc(prop_kind::forward_inference, md, 1), eng);
 #endif
   return src_to_dst_peer("oneDNN softmax_forward", eng, softmax_forward(pd), md);
+}
+
+/// oneDNN's primitives for an attention workload, through a [B, H, Sq, Skv] scores buffer: a
+/// matmul Q·Kᵀ with the scale and the bias as post-ops (eltwise_linear, binary_add; a causal
+/// mask materialized as another binary_add), softmax_forward along the keys in place, and a
+/// matmul by V. K's transpose and the packed [batch, seq, heads·dim] layouts are read through
+/// strides. Grouped key/value heads have none (oneDNN's matmul broadcasts only batches of 1).
+Peer dnnl_attention_peer(const records::Workload& w) {
+  using namespace dnnl;
+  using dt = memory::data_type;
+  te::ops::AttentionAttrs a;
+  const te::ops::AttentionDims d = te::ops::parse_attention_workload(w.shape, w.attrs, &a, w.op);
+  LOOM_CHECK(d.kv_heads == d.heads, "grouped key/value heads ({} for {} query heads)", d.kv_heads, d.heads);
+  const int64_t B = d.batch, H = d.heads, Sq = d.seq_q, Skv = d.seq_kv, D = d.head_dim, Dv = d.v_head_dim;
+  // [B, H, S, X] rows of X elements: packed [B, S, H·X] or plain.
+  auto rows = [&](int64_t S, int64_t X) {
+    return d.packed ? memory::dims{S * H * X, X, H * X, 1} : memory::dims{H * S * X, S * X, X, 1};
+  };
+  const memory::dims q_strides = rows(Sq, D), k_rows = rows(Skv, D);
+  const memory::desc q_md({B, H, Sq, D}, dt::f32, q_strides);
+  const memory::desc kt_md({B, H, D, Skv}, dt::f32, memory::dims{k_rows[0], k_rows[1], k_rows[3], k_rows[2]});
+  const memory::desc s_md({B, H, Sq, Skv}, dt::f32, memory::format_tag::abcd);
+  const memory::desc v_md({B, H, Skv, Dv}, dt::f32, rows(Skv, Dv));
+  const memory::desc o_md({B, H, Sq, Dv}, dt::f32, rows(Sq, Dv));
+  memory::dims bias_dims(4, 1);
+  for (size_t i = 0; i < d.bias.size(); ++i) bias_dims[4 - d.bias.size() + i] = d.bias[i];
+  const memory::desc bias_md(bias_dims, dt::f32, memory::format_tag::abcd);
+  const memory::desc causal_md({1, 1, Sq, Skv}, dt::f32, memory::format_tag::abcd);
+
+  struct State {
+    engine eng;
+    stream strm;
+    matmul qk, pv;
+    softmax_forward softmax;
+    memory q, kt, scores, v, out, bias, causal;
+    std::vector<float> scores_buf, causal_buf;
+  };
+  auto st = std::make_shared<State>();
+  st->eng = engine(engine::kind::cpu, 0);
+  st->strm = stream(st->eng);
+  post_ops po;
+#if DNNL_VERSION_MAJOR >= 3
+  po.append_eltwise(algorithm::eltwise_linear, float(d.scale), 0.f);
+#else
+  po.append_eltwise(1.f, algorithm::eltwise_linear, float(d.scale), 0.f);
+#endif
+  if (!d.bias.empty()) po.append_binary(algorithm::binary_add, bias_md);
+  if (a.causal) po.append_binary(algorithm::binary_add, causal_md);
+  primitive_attr attr;
+  attr.set_post_ops(po);
+#if DNNL_VERSION_MAJOR >= 3
+  st->qk = matmul(matmul::primitive_desc(st->eng, q_md, kt_md, s_md, attr));
+  st->pv = matmul(matmul::primitive_desc(st->eng, s_md, v_md, o_md));
+  st->softmax = softmax_forward(softmax_forward::primitive_desc(st->eng, prop_kind::forward_inference,
+                                                                algorithm::softmax_accurate, s_md, s_md, 3));
+#else
+  st->qk = matmul(matmul::primitive_desc(matmul::desc(q_md, kt_md, s_md), attr, st->eng));
+  st->pv = matmul(matmul::primitive_desc(matmul::desc(s_md, v_md, o_md), st->eng));
+  st->softmax = softmax_forward(
+      softmax_forward::primitive_desc(softmax_forward::desc(prop_kind::forward_inference, s_md, 3), st->eng));
+#endif
+  st->scores_buf.resize(size_t(B * H * Sq * Skv));
+  st->scores = memory(s_md, st->eng, st->scores_buf.data());
+  st->q = memory(q_md, st->eng, nullptr);
+  st->kt = memory(kt_md, st->eng, nullptr);
+  st->v = memory(v_md, st->eng, nullptr);
+  st->out = memory(o_md, st->eng, nullptr);
+  st->bias = memory(bias_md, st->eng, nullptr);
+  if (a.causal) {
+    st->causal_buf.resize(size_t(Sq * Skv));
+    for (int64_t i = 0; i < Sq; ++i)
+      for (int64_t j = 0; j < Skv; ++j)
+        st->causal_buf[size_t(i * Skv + j)] = j <= i + a.causal_offset ? 0.f : -INFINITY;
+  }
+  st->causal = memory(causal_md, st->eng, a.causal ? st->causal_buf.data() : nullptr);
+  const bool has_bias = !d.bias.empty(), causal = a.causal;
+  Peer p{"oneDNN matmul + softmax + matmul", "onednn", nullptr, nullptr, nullptr, nullptr};
+  p.run = [st, has_bias, causal](const std::vector<runtime::NDArray>& in, const runtime::NDArray& out) {
+    st->q.set_data_handle(in[0].raw_data());
+    st->kt.set_data_handle(in[1].raw_data());
+    st->v.set_data_handle(in[2].raw_data());
+    st->out.set_data_handle(out.raw_data());
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, st->q}, {DNNL_ARG_WEIGHTS, st->kt}, {DNNL_ARG_DST, st->scores}};
+    int post = 1;  // post-op 0 is the scale
+    if (has_bias) {
+      st->bias.set_data_handle(in[3].raw_data());
+      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1] = st->bias;
+    }
+    if (causal) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1] = st->causal;
+    st->qk.execute(st->strm, args);
+    st->softmax.execute(st->strm, {{DNNL_ARG_SRC, st->scores}, {DNNL_ARG_DST, st->scores}});
+    st->pv.execute(st->strm, {{DNNL_ARG_SRC, st->scores}, {DNNL_ARG_WEIGHTS, st->v}, {DNNL_ARG_DST, st->out}});
+    st->strm.wait();
+  };
+  return p;
 }
 
 /// oneDNN's eltwise primitive for a float32 activation of any shape (gelu: gelu_erf, or
@@ -368,6 +466,17 @@ std::optional<Peer> find_peer(const records::Workload& w, std::string* why_not) 
       return dnnl_conv_peer(w);
     } catch (const std::exception& e) {
       return none(fmt::format("oneDNN rejected the convolution: {}", e.what()));
+    }
+#else
+    return none("built without oneDNN");
+#endif
+  }
+  if (w.op == "attention") {
+#ifdef LOOM_CLI_HAVE_DNNL
+    try {
+      return dnnl_attention_peer(w);
+    } catch (const std::exception& e) {
+      return none(fmt::format("no oneDNN attention for {}: {}", w.key(), e.what()));
     }
 #else
     return none("built without oneDNN");

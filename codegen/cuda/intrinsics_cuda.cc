@@ -76,6 +76,9 @@ const std::unordered_map<std::string, CudaIntrinsicLowering>& cuda_intrinsic_tab
       return fmt::format("(&{})", c.args[0]);
     };
     t["loom.sync_threads"] = [](const CudaCall&) { return std::string("__syncthreads()"); };
+    t[te::intrin::kWarpShuffleXor] = [](const CudaCall& c) {
+      return fmt::format("__shfl_xor_sync(0xffffffffu, {}, {})", c.args[0], c.args[1]);
+    };
     // WMMA fragments: arrays of nvcuda::wmma::fragment declared for the wmma.* scopes.
     t["loom.wmma_fill"] = [](const CudaCall& c) {
       return fmt::format("nvcuda::wmma::fill_fragment({}[{}], {})", c.args[0], c.args[1], c.args[2]);

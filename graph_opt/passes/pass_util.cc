@@ -53,6 +53,10 @@ Value reshape_to(GraphBuilder& b, Value v, const std::vector<int64_t>& shape, co
   return b.reshape(v, shape, b.unique_name(name));
 }
 
+bool is_reshape(const Node& n) {
+  return n.is_op() && (n.op == "reshape" || n.op == "flatten" || n.op == "squeeze" || n.op == "unsqueeze");
+}
+
 std::vector<std::vector<int>> users_with_outputs(const Graph& g) {
   std::vector<std::vector<int>> u = g.consumers();
   for (const ValueRef& v : g.outputs) u[size_t(v.node)].push_back(-1);

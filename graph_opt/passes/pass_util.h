@@ -24,6 +24,10 @@ std::optional<int64_t> per_axis_extent(const std::vector<int64_t>& s, const std:
 /// `v` reshaped to `shape` (v itself when it has that shape already).
 Value reshape_to(GraphBuilder& b, Value v, const std::vector<int64_t>& shape, const std::string& name);
 
+/// True for an operator that only reshapes its input (reshape, flatten, squeeze, unsqueeze):
+/// the same elements in the same order.
+bool is_reshape(const Node& n);
+
 /// The consumers of every node of `g`, counting a graph output as a consumer (-1).
 std::vector<std::vector<int>> users_with_outputs(const Graph& g);
 

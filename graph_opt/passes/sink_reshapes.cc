@@ -12,14 +12,13 @@
 #include "loom/graph_opt/builder.h"
 #include "loom/graph_opt/passes.h"
 #include "loom/runtime/error.h"
+#include "pass_util.h"
 
 namespace loom::graph_opt {
 
 namespace {
 
-bool is_reshape(const Node& n) {
-  return n.is_op() && (n.op == "reshape" || n.op == "flatten" || n.op == "squeeze" || n.op == "unsqueeze");
-}
+using detail::is_reshape;
 
 /// An operator whose output element i depends on element i of each input under numpy
 /// broadcasting: elementwise, or broadcast without attributes (bias_add and batch_norm name

@@ -45,6 +45,8 @@ std::vector<OpDef> linalg_ops();
 std::vector<OpDef> vision_ops();
 /// nll_loss, nll_loss_weight.
 std::vector<OpDef> loss_ops();
+/// attention.
+std::vector<OpDef> attention_ops();
 
 /// An attribute spec with a default (`required` makes one without).
 inline AttrSpec attr(std::string name, AttrKind kind, std::optional<AttrValue> def, std::string doc) {

@@ -48,7 +48,8 @@ Registry& ready_registry() {
     for (auto* family : {detail::nn_ops, detail::elementwise_ops, detail::reduce_ops, detail::transform_ops,
                           detail::quantize_ops, detail::softmax_family_ops, detail::shape_ops, detail::logic_ops,
                           detail::search_ops, detail::spatial_nd_ops, detail::resize_ops, detail::linalg_ops,
-                          detail::vision_ops, detail::qnn_ops, detail::loss_ops})
+                          detail::vision_ops, detail::qnn_ops, detail::loss_ops,
+                          detail::attention_ops})
       for (OpDef& d : family()) add(r, std::move(d));
   });
   return r;

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "loom/runtime/cuda.h"
+
 namespace loom::test {
 
 Tolerance tolerance_for(DataType t) {
@@ -48,26 +50,40 @@ std::string compare_with_reference(const schedule::Schedule& s, const std::vecto
     }
     std::vector<runtime::NDArray> want = te::evaluate(outputs, inputs);
     runtime::Module m = build(s, args, target, "f");
+    // On a GPU target the arrays live on the device: inputs copied there, outputs back.
+    const DLDevice dev = target.is_cuda() ? DLDevice{kDLCUDA, 0} : DLDevice{kDLCPU, 0};
+    auto on_device = [&](const runtime::NDArray& h) {
+      if (!target.is_cuda()) return h;
+      runtime::NDArray d = runtime::NDArray::empty(h.shape(), h.dtype(), dev);
+      d.copy_from(h);
+      return d;
+    };
     std::vector<runtime::NDArray> arrays;
     std::vector<DLTensor*> dl;
     size_t out_i = 0;
     std::vector<runtime::NDArray> got;
     for (const te::Tensor& t : args) {
       if (t.op()->kind == te::OpKind::kPlaceholder) {
-        arrays.push_back(inputs.at(t));
+        arrays.push_back(on_device(inputs.at(t)));
       } else {
         auto o = runtime::NDArray::empty(want[out_i].shape(), t.dtype());
         for (int64_t i = 0; i < o.numel(); ++i) o.set(i, 12345);  // catches unwritten elements
-        arrays.push_back(o);
-        got.push_back(o);
+        arrays.push_back(on_device(o));
+        got.push_back(arrays.back());
         ++out_i;
       }
       dl.push_back(arrays.back().dltensor());
     }
     m.get_function("f").call(dl);
+    if (target.is_cuda()) runtime::cuda_synchronize();
     for (size_t i = 0; i < got.size(); ++i) {
-      std::string err = compare_arrays(got[i], want[i], tolerance_for(outputs[i].dtype()), outputs[i].name());
-      if (!err.empty()) return err + "\n" + lowering::to_string(lowering::lower(s, args, "f"));
+      runtime::NDArray host = got[i];
+      if (target.is_cuda()) {
+        host = runtime::NDArray::empty(want[i].shape(), want[i].dtype());
+        host.copy_from(got[i]);
+      }
+      std::string err = compare_arrays(host, want[i], tolerance_for(outputs[i].dtype()), outputs[i].name());
+      if (!err.empty()) return err + "\n" + lowering::to_string(lowering::lower(s, args, "f", {target}));
     }
     return "";
   } catch (const std::exception& e) {

@@ -21,7 +21,7 @@ Tolerance tolerance_for(DataType t);
 std::map<te::Tensor, runtime::NDArray> random_inputs(const std::vector<te::Tensor>& args, uint64_t seed);
 
 /// Builds `s` for `args` (placeholders are inputs, the rest outputs), runs it on random
-/// inputs and compares every output with te::evaluate. Returns "" on a match, else a
+/// inputs (on the GPU for a cuda target) and compares every output with te::evaluate. Returns "" on a match, else a
 /// description of the first mismatch (or of the exception thrown).
 std::string compare_with_reference(const schedule::Schedule& s, const std::vector<te::Tensor>& args,
                                    uint64_t seed = 1, const Target& target = Target("llvm"));

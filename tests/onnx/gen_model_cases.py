@@ -10,10 +10,13 @@ ONNX Runtime on them:
 
 The sizes are reduced so that loom's reference execution (te::evaluate) stays within seconds:
 --image-size (default 32) for ResNet-18 and MobileNetV2 (full channel widths and depth, 10
-classes), --seq/--hidden/--heads/--ffn (default 32/128/4/512) for the encoder layer. --full
-(or LOOM_MODEL_CASES=full in the environment, as the ctest onnx_models_vs_ort_full sets it)
-writes the models at the issue's sizes instead: 224x224 with 1000 classes, and a BERT-base
-layer at sequence 128 (hidden 768, 12 heads, FFN 3072), for loom's compiled mode.
+classes), --seq/--hidden/--heads/--ffn (default 32/128/4/512) for the encoder layer, and the
+same with --layers (default 2) for BERT's encoder with its attention mask (bert_base) and a
+ViT (vit_b16: the ViT-B/16 structure on a 32x32 image, 5 tokens). --full (or
+LOOM_MODEL_CASES=full in the environment, as the ctest onnx_models_vs_ort_full sets it) writes
+the models at the issue's sizes instead: 224x224 with 1000 classes, a BERT-base layer and
+BERT-base's 12-layer encoder at sequence 128 (hidden 768, 12 heads, FFN 3072) and ViT-B/16 at
+224x224, for loom's compiled mode.
 
 The builder models: ResNet-18 and MobileNetV2 as examples/models/models.cc builds them with
 loom's C++ graph builder (its own deterministic weights), written by build/examples/write_models
@@ -26,7 +29,7 @@ file; the expected output is compared twice by loom_onnx_node_tests:
                                            its weights file beside it; the same input and output
 
     gen_model_cases.py OUT [--full] [--image-size 32] [--seq 32] [--hidden 128] [--heads 4] [--ffn 512]
-                       [--write-models PATH]
+                       [--layers 2] [--write-models PATH]
 """
 from __future__ import annotations
 
@@ -88,6 +91,7 @@ def main() -> int:
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--ffn", type=int, default=512)
+    ap.add_argument("--layers", type=int, default=2, help="bert_base's and vit_b16's layers")
     ap.add_argument("--full", action="store_true", default=os.environ.get("LOOM_MODEL_CASES") == "full",
                     help="the full-size models (224x224, 1000 classes; BERT-base at sequence 128)")
     ap.add_argument("--write-models", default=os.environ.get("LOOM_WRITE_MODELS"),
@@ -97,7 +101,7 @@ def main() -> int:
         ap.error("the builder models need build/examples/write_models: --write-models PATH or LOOM_WRITE_MODELS")
     if args.full:
         args.image_size, args.classes = 224, 1000
-        args.seq, args.hidden, args.heads, args.ffn = 128, 768, 12, 3072
+        args.seq, args.hidden, args.heads, args.ffn, args.layers = 128, 768, 12, 3072, 12
 
     if os.path.exists(args.out):
         shutil.rmtree(args.out)
@@ -106,6 +110,9 @@ def main() -> int:
         "resnet18": export_models.resnet18(0, args.image_size, args.classes),
         "mobilenet_v2": export_models.mobilenet_v2(1, args.image_size, args.classes),
         "bert_layer": export_models.bert_layer(2, args.seq, args.hidden, args.heads, args.ffn),
+        "bert_base": export_models.bert_base(5, args.seq, args.hidden, args.heads, args.ffn, args.layers),
+        "vit_b16": export_models.vit(7, args.image_size, 16, args.hidden, args.heads, args.ffn, args.layers,
+                                     args.classes),
     }
     # The builder models: loom model files, each also converted to ONNX.
     builder_dir = os.path.join(args.out, "builder_models")
@@ -134,7 +141,7 @@ def main() -> int:
 
     for name, (model, inputs) in models.items():
         rng = np.random.default_rng(500)
-        feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in inputs}
+        feeds = {n: export_models.example_input(n, s, rng) for n, s in inputs}
         os.makedirs(os.path.join(args.out, name))
         path = os.path.join(args.out, name, "model.onnx")
         onnx.save(model, path)

@@ -44,6 +44,8 @@ const std::map<std::string, std::vector<Workload>> kWorkloads = {
     {"depthwise_conv2d_nchwc", {{{1, 32, 112, 112, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
                                 {{1, 48, 11, 10, 3, 3}, {{"stride", "2"}, {"pad", "1"}}}}},
     {"softmax", {{{128, 1000}, {}}, {{5, 37}, {}}}},
+    {"attention", {{{1, 12, 128, 128, 64}, {{"bias", "1,1,1,128"}, {"scale", "0.125"}}},
+                   {{1, 4, 37, 50, 24}, {{"packed", "1"}, {"bias", "1,4,37,50"}, {"scale", "0.2"}}}}},
     {"matmul_int8", {{{256, 256, 256}, {}, "int8"}, {{13, 40, 18}, {{"out_dtype", "int8"}, {"scale", "0.01"}}, "int8"}}},
     {"conv2d_nchwc_int8", {{{1, 64, 56, 56, 64, 3, 3}, {{"stride", "1"}, {"pad", "1"}}, "int8"},
                            {{1, 16, 15, 13, 32, 3, 3}, {{"stride", "2"}, {"pad", "0"}}, "int8"}}},
@@ -74,6 +76,13 @@ const std::vector<Exception> kExceptions = {
     {"depthwise_conv2d_nchwc", "depthwise_conv2d_nchwc.local", "data", Kind::kPredicated,
      "zero padding read in place: at the border a whole 16-channel vector is masked off (the "
      "condition is the same for every lane)"},
+    {"attention", "q_t", "query", Kind::kGather,
+     "the layout: a task transposes its block of queries (queries innermost, so that the scores "
+     "are vectorized along the queries and K needs no transpose); once per task, "
+     "O(block_q*head_dim) of its O(block_q*seq_kv*head_dim) work"},
+    {"attention", "p_t", "bias", Kind::kGather,
+     "a bias that varies along the queries is read across them (the scores are transposed: a "
+     "vector is one key's column); a key mask [.., 1, seq_kv] is one broadcast element"},
     // Not forced by the layout: the packing of B clamps the column index of the last, partial
     // block with min(ramp, N-1), which is not a ramp, so the whole packing gathers when 16
     // does not divide N. A predicated (masked) load would be dense. The cost is small (one

@@ -21,7 +21,9 @@ std::vector<Template> builtin_templates() {
                                conv2d_nchwc_winograd_template(),
                                depthwise_conv2d_nchw_template(),
                                depthwise_conv2d_nchwc_template(),
-                               softmax_template()};
+                               softmax_template(),
+                               attention_template(),
+                               attention_cuda_template()};
   for (Template& t : cuda_templates()) all.push_back(std::move(t));
   for (Template& t : tensorize_templates()) all.push_back(std::move(t));
   return all;

@@ -47,6 +47,9 @@ Template conv2d_nchwc_winograd_template();
 Template depthwise_conv2d_nchw_template();
 Template depthwise_conv2d_nchwc_template();
 Template softmax_template();
+Template attention_template();
+/// The CUDA attention (target kind "cuda"), tuner/templates/attention_cuda.cc.
+Template attention_cuda_template();
 /// The GPU templates (target kind "cuda"): matmul, conv2d_nchw, depthwise_conv2d_nchw (aliases
 /// matmul_cuda, conv2d_nchw_cuda, depthwise_conv2d_nchw_cuda, their names in older logs).
 std::vector<Template> cuda_templates();

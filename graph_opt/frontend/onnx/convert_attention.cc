@@ -1,6 +1,8 @@
-// Converters of ONNX's attention operators: Attention (opsets 23 to 25), RotaryEmbedding (23)
-// and ai.onnx.preview's FlexAttention (1, its score_mod and prob_mod subgraphs imported inline),
-// as chains of existing registry operators (batch_matmul, softmax, take, concat, elementwise).
+// Converters of ONNX's attention operators: Attention (opsets 23 to 25) onto the registry's
+// `attention` operator (one kernel), or, for what it does not cover (softcap, the qk output, a
+// softmax precision of its own), as a chain of registry operators (batch_matmul, softmax,
+// elementwise); RotaryEmbedding (23) as take, concat and elementwise operators; ai.onnx.preview's
+// FlexAttention (1, its score_mod and prob_mod subgraphs imported inline) as that chain.
 #include <fmt/ranges.h>
 
 #include <cmath>
@@ -278,20 +280,6 @@ void attention(Importer& im) {
     if (im.input_shape(6) != std::vector<int64_t>{b})
       im.invalid(fmt::format("nonpad_kv_seqlen {} is not [batch] = [{}]", shape_str(im.input_shape(6)), b));
   }
-  std::optional<Value> bias;
-  auto add_bias = [&](Value x) { bias = bias ? im.op("add", {*bias, x}) : x; };
-  if (im.has_input(3)) add_bias(mask_bias(im, im.input(3), skv, t));
-  if (nonpad) {
-    add_bias(nonpad_bias(im, im.input(6), b, sq, skv, causal, left, right, t));
-  } else if (causal || left >= 0 || right >= 0) {
-    add_bias(im.constant(structural_bias(sq, skv, past_len, causal, left, right, t), "causal_mask"));
-  }
-
-  AttentionInputs in{q, k, v, bias, false};
-  if (bias) {
-    const runtime::NDArray* c = im.constant_of(*bias);
-    in.bias_may_mask_row = !c || has_masked_row(*c);
-  }
   AttentionParams p;
   p.scale = im.has_attr("scale") ? im.attr_float("scale") : 1.0 / std::sqrt(double(qs[3]));
   p.softcap = im.attr_float("softcap", 0.0);
@@ -305,6 +293,50 @@ void attention(Importer& im) {
   if (p.qk_mode < 0 || p.qk_mode > 3)
     im.invalid(fmt::format("qk_matmul_output_mode {} is not 0, 1, 2 or 3", p.qk_mode));
   p.want_qk = im.output_used(3);
+  // The attention operator covers all but softcap, the qk output and a softmax type of its own.
+  const bool fused = p.softcap == 0 && !p.want_qk && p.softmax_dtype == t;
+  // Its causal flag stands for the causal frontier (offset by the past keys) when no window
+  // or run-time key length joins it.
+  const bool causal_flag = fused && causal && left < 0 && right < 0 && !nonpad;
+
+  std::optional<Value> bias;
+  auto add_bias = [&](Value x) { bias = bias ? im.op("add", {*bias, x}) : x; };
+  if (im.has_input(3)) add_bias(mask_bias(im, im.input(3), skv, t));
+  if (nonpad) {
+    add_bias(nonpad_bias(im, im.input(6), b, sq, skv, causal, left, right, t));
+  } else if ((causal && !causal_flag) || left >= 0 || right >= 0) {
+    add_bias(im.constant(structural_bias(sq, skv, past_len, causal, left, right, t), "causal_mask"));
+  }
+
+  if (fused) {
+    // 3-D inputs without a cache are read as they are ([batch, seq, heads * head_size]).
+    const bool packed = rank == 3 && !past;
+    std::vector<Value> in = packed ? std::vector<Value>{im.input(0), im.input(1), im.input(2)}
+                                   : std::vector<Value>{q, k, v};
+    if (bias) in.push_back(*bias);
+    te::ops::Attrs a{{"scale", p.scale}};
+    if (packed) {
+      a["num_heads"] = hq;
+      a["kv_num_heads"] = hkv;
+    }
+    if (causal_flag) {
+      a["causal"] = int64_t(1);
+      a["causal_offset"] = past_len;
+    }
+    Value y = im.op("attention", in, a);
+    if (rank == 3 && !packed) {
+      y = im.op("transpose", {y}, {{"axes", std::vector<int64_t>{0, 2, 1, 3}}});
+      y = im.reshape(y, {b, sq, hq * vs[3]});
+    }
+    im.set_output(0, y);
+    return;
+  }
+
+  AttentionInputs in{q, k, v, bias, false};
+  if (bias) {
+    const runtime::NDArray* c = im.constant_of(*bias);
+    in.bias_may_mask_row = !c || has_masked_row(*c);
+  }
 
   AttentionResult r = attention_chain(im, in, p);
   Value y = r.y;

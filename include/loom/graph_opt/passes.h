@@ -82,6 +82,15 @@ Graph eliminate_common_subexpr(const Graph& g);
 /// a reshape then fuse into its kernel.
 Graph sink_reshapes(const Graph& g);
 
+/// Rewrites scaled dot-product attention written as a chain of operators (matmul or einsum
+/// of Q and Kᵀ, scalar scales, an additive bias, a softmax along the last axis, matmul by V,
+/// with the reshapes and transposes around the heads) into one `attention` operator, reading
+/// [batch, seq, heads·head_dim] projections directly when the heads were split and merged by
+/// transposes (0, 2, 1, 3). Chains whose softmax runs along another axis, whose mask is not
+/// added, whose scale is not a scalar constant or whose intermediate values are read elsewhere
+/// stay as they are.
+Graph fuse_attention(const Graph& g);
+
 /// How alter_layout picks channel blocks.
 struct LayoutOptions {
   /// Candidate blocks, tried in order; a conv2d takes the first that divides both its input

@@ -100,6 +100,10 @@ class Stage {
   void storage_align(const IterVar& axis, int factor, int offset);
   void set_scope(const std::string& scope);
   void double_buffer();
+  /// Sets parameter `key` of an extern operation's body (te::extern_op's `params`: a block
+  /// size, …) to `value` for this schedule. Throws naming the stage when it is not an extern
+  /// operation's, or naming the parameters it has when it has no `key`.
+  void extern_param(const std::string& key, int64_t value);
 
  private:
   std::shared_ptr<StageNode> node_;
@@ -119,6 +123,9 @@ struct StageNode {
   std::map<int, std::pair<int, int>> storage_align;  // dim → (factor, offset)
   bool double_buffer = false;
   bool is_output = false;
+  /// Parameters of an extern operation's body set by extern_param (the rest keep the
+  /// operation's defaults).
+  std::map<std::string, int64_t> extern_params;
   std::string name() const;
   /// Root spatial axes followed by root reduce axes.
   std::vector<IterVar> root_iter_vars() const;

@@ -70,6 +70,10 @@ inline constexpr const char* kAddressOf = "loom.address_of";
 /// a[4l+j]·b[4l+j] with a unsigned and b signed, in exact int32 arithmetic (what AVX-512
 /// VNNI's vpdpbusd computes; no intermediate saturates on any code path).
 inline constexpr const char* kDotU8S8S32 = "loom.dot_u8s8s32";
+/// warp_shuffle_xor(x, mask) → the x of the lane whose index is this lane's xor mask, in the
+/// warp (CUDA's __shfl_xor_sync over the full warp): the step of a warp's butterfly
+/// reduction. Every lane of the warp must execute it.
+inline constexpr const char* kWarpShuffleXor = "loom.warp_shuffle_xor";
 }  // namespace intrin
 
 /// address_of(Load(buffer, offset)): a handle to element `offset` of `buffer` (of `dtype`).

@@ -33,6 +33,7 @@
 #include "loom/te/ops/softmax_family.h"
 #include "loom/te/ops/grid_sample.h"
 #include "loom/te/ops/resize.h"
+#include "loom/te/ops/attention.h"
 
 namespace loom::te::ops {
 

@@ -1,4 +1,4 @@
-// Tensors and the operations that produce them: placeholder and compute.
+// Tensors and the operations that produce them: placeholder, compute and extern.
 #pragma once
 #include <map>
 #include <string>
@@ -9,10 +9,19 @@
 
 namespace loom::te {
 
-enum class OpKind : uint8_t { kPlaceholder, kCompute };
+enum class OpKind : uint8_t { kPlaceholder, kCompute, kExtern };
 
 struct OperationNode;
 using Operation = std::shared_ptr<const OperationNode>;
+
+/// What computes an extern operation's outputs: opaque to te and schedule, defined by the
+/// layer that lowers it (lowering::LoopBody, a loop-IR kernel built at lowering time, as
+/// TVM's te.extern takes a TIR body). te only carries it.
+struct ExternBody {
+  virtual ~ExternBody() = default;
+  /// One line naming the body, for printing.
+  virtual std::string describe() const = 0;
+};
 
 struct TensorNode {
   std::vector<Expr> shape;
@@ -67,9 +76,20 @@ struct OperationNode {
   std::vector<IterVar> axis;         // spatial axes, one per output dimension
   std::vector<IterVar> reduce_axis;  // reduce axes (from the Reduce body)
   std::vector<Expr> body;            // one per output
+  // extern
+  std::vector<Tensor> inputs;                     // the tensors the body reads, in order
+  std::vector<std::vector<Expr>> output_shapes;   // one per output
+  std::vector<DataType> output_dtypes;            // one per output
+  std::shared_ptr<const ExternBody> extern_body;
+  /// The body's parameters (block sizes, …) with their defaults; a schedule may set them
+  /// (Stage::extern_param).
+  std::map<std::string, int64_t> params;
+  /// The reference computation of the outputs (te::evaluate runs it): `reference` computed
+  /// from `reference_inputs`, placeholders standing for `inputs` position by position.
+  std::vector<Tensor> reference_inputs, reference;
   /// Number of output tensors.
-  int num_outputs() const { return kind == OpKind::kPlaceholder ? 1 : int(body.size()); }
-  DataType output_dtype(int i) const { return kind == OpKind::kPlaceholder ? dtype : body[i].dtype(); }
+  int num_outputs() const;
+  DataType output_dtype(int i) const;
   std::vector<Expr> output_shape(int i) const;
   /// The tensors this operation reads, in first-use order.
   std::vector<Tensor> input_tensors() const;
@@ -124,6 +144,23 @@ Expr sum(Expr source, std::vector<IterVar> axis, Expr condition = Expr());
 Expr max_reduce(Expr source, std::vector<IterVar> axis, Expr condition = Expr());
 Expr min_reduce(Expr source, std::vector<IterVar> axis, Expr condition = Expr());
 Expr prod(Expr source, std::vector<IterVar> axis, Expr condition = Expr());
+
+// ---------------------------------------------------------------- extern
+/// Builds the reference computation of an extern operation from placeholders standing for
+/// its inputs (same shapes, dtypes and names).
+using FReference = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
+
+/// An operation whose outputs (shapes `shapes`, types `dtypes`) a hand-written body computes
+/// from `inputs`, as TVM's te.extern: the body is opaque here (lowering::loop_body makes one);
+/// `params` are its tunable parameters with their defaults, which Stage::extern_param sets.
+/// A schedule places the stage at the root and cannot split or inline it. `reference`, if
+/// given, computes the same outputs with ordinary te operations, so that te::evaluate (and
+/// anything built on it, such as constant folding) can run the operation; it must return
+/// tensors of the outputs' shapes and dtypes (checked).
+std::vector<Tensor> extern_op(std::string name, std::vector<std::vector<Expr>> shapes, std::vector<DataType> dtypes,
+                              std::vector<Tensor> inputs, std::shared_ptr<const ExternBody> body,
+                              std::map<std::string, int64_t> params = {}, const FReference& reference = {},
+                              std::string tag = "", std::map<std::string, std::string> attrs = {});
 
 /// Every operation reachable from `outputs`, inputs first (a topological order).
 std::vector<Operation> post_dfs_order(const std::vector<Tensor>& outputs);
