@@ -14,9 +14,16 @@ namespace loom::tuner {
 /// the template's knobs changed).
 ConfigEntity record_config(const Task& task, const records::Record& record);
 
+/// The schedule a record of `task` stands for: its config, when that is a config of the task's
+/// space (and, for a record that carries steps, one that makes the same steps), else its steps
+/// replayed on the computation (an auto-scheduled record whose rules have changed since). Throws
+/// loom::Error naming the workload, target and config when neither works (a template's log
+/// written before its knobs changed: tune again). `how`, if given, says which was used.
+Instance instantiate_record(const Task& task, const records::Record& record, std::string* how = nullptr);
+
 /// Why `record` (of `task`'s workload) cannot stand for a config of `task`: its config index
 /// lies outside the space, its knob values do not fit the space, or they are another config than
-/// its index names; "" when it is a config of the space.
+/// its index names; "" when it is a config of the space, or when it carries steps (it replays).
 std::string record_problem(const Task& task, const records::Record& record);
 
 /// Installs (records::set_record_check) record_problem as the check every tuning-log reader of
