@@ -24,33 +24,24 @@ bool is_transcendental(const std::string& call) {
   return !cheap.count(call);
 }
 
-/// Arithmetic operations of one evaluation of an expression (loads, casts and index arithmetic
-/// in reads not counted).
+bool is_arithmetic(te::ExprKind k) {
+  switch (k) {
+    case te::ExprKind::Add: case te::ExprKind::Sub: case te::ExprKind::Mul: case te::ExprKind::Div:
+    case te::ExprKind::Mod: case te::ExprKind::FloorDiv: case te::ExprKind::FloorMod: case te::ExprKind::Min:
+    case te::ExprKind::Max: case te::ExprKind::Select: case te::ExprKind::Call: return true;
+    default: return false;
+  }
+}
+
+/// Arithmetic operations of one evaluation of an expression, index arithmetic in reads not
+/// counted (loads and casts are not either).
 double count_ops(const te::Expr& e) {
   double n = 0;
   te::post_order_visit(e, [&](const te::Expr& x) {
-    switch (x.kind()) {
-      case te::ExprKind::Add: case te::ExprKind::Sub: case te::ExprKind::Mul: case te::ExprKind::Div:
-      case te::ExprKind::Mod: case te::ExprKind::FloorDiv: case te::ExprKind::FloorMod: case te::ExprKind::Min:
-      case te::ExprKind::Max: case te::ExprKind::Select: case te::ExprKind::Call: n += 1; break;
-      default: break;
-    }
-  });
-  // Index arithmetic inside reads is not work.
-  te::post_order_visit(e, [&](const te::Expr& x) {
+    if (is_arithmetic(x.kind())) n += 1;
     if (const auto* p = x.as<te::ProducerLoadNode>())
-      for (const te::Expr& i : p->indices) {
-        double inner = 0;
-        te::post_order_visit(i, [&](const te::Expr& y) {
-          switch (y.kind()) {
-            case te::ExprKind::Add: case te::ExprKind::Sub: case te::ExprKind::Mul: case te::ExprKind::Div:
-            case te::ExprKind::Mod: case te::ExprKind::FloorDiv: case te::ExprKind::FloorMod: case te::ExprKind::Min:
-            case te::ExprKind::Max: case te::ExprKind::Select: case te::ExprKind::Call: inner += 1; break;
-            default: break;
-          }
-        });
-        n -= inner;
-      }
+      for (const te::Expr& i : p->indices)
+        te::post_order_visit(i, [&](const te::Expr& y) { n -= is_arithmetic(y.kind()); });
   });
   return std::max(0.0, n);
 }

@@ -208,6 +208,15 @@ const SketchRule& reduction_rule();
 const SketchRule& compute_location_rule();
 const SketchRule& injective_rule();
 
+/// multi_level_tiling.cc: the spatial axes of `st` (a tiled stage, its epilogue or its copy:
+/// their axes correspond) split by tiled stage `anchor`'s S<d> knobs into four levels each.
+struct SpatialTiles {
+  std::vector<te::IterVar> unit;                 // axes of extent 1, not split
+  std::vector<std::vector<te::IterVar>> level;   // level[l][k]: level l of the k-th split axis
+  int64_t vector = 1;                            // the innermost part of the last split axis
+  int64_t outer_iterations = 1;                  // iterations of the first level's loops
+};
+SpatialTiles tile_spatial(Generator& g, int anchor, schedule::Stage st);
 /// fuse_consumer.cc: the tiled stage `i` would be fused into this consumer (-1: none).
 int fusible_consumer(const SketchBuilder& b, int i);
 /// fuse_consumer.cc: schedules the loops of `st` (an epilogue of tiled stage `anchor`, or its

@@ -1,7 +1,8 @@
-// Rule add_rfactor: a reduction whose innermost reduce axis is split by "rf" and factored out
-// (Ansor's RuleAddRfactor). rf_inner: the inner part becomes a spatial axis of a partial-result
-// stage, innermost and vectorized, so the reduction accumulates whole vectors (a row sum, the
-// sums of softmax and layer_norm along the last axis); the stage then sums the lanes.
+// Rule add_rfactor: a reduction whose reduce axes, fused into one (Ansor's
+// FuseAllReductionIterators), are split by "rf" and factored out (Ansor's RuleAddRfactor).
+// rf_inner: the inner part becomes a spatial axis of a partial-result stage, innermost and
+// vectorized, so the reduction accumulates whole vectors (a row sum, the sums of softmax and
+// layer_norm along the last axis, a 7x7 global pool); the stage then sums the lanes.
 // rf_outer: the outer part becomes the partial-result stage's spatial axis, fused with the
 // others into one parallel loop, for reductions with little spatial parallelism (a sum of a
 // whole tensor, global pooling of one image); the stage then sums the partial results.
@@ -14,8 +15,11 @@ void apply_rfactor(Generator& g, int i, ReductionMode mode, const std::optional<
   schedule::Stage red = g.place[size_t(i)].top;
   const size_t n = st.spatial.size();
   const std::vector<int64_t>& f = g.split(i, "rf");
-  auto [ko, ki] = red.split(red.reduce_axis(st.reduce.size() - 1), te::Expr(f[1]));
-  const int64_t inner = st.reduce.back();
+  std::vector<te::IterVar> reduce;
+  for (size_t d = 0; d < st.reduce.size(); ++d) reduce.push_back(red.reduce_axis(d));
+  te::IterVar k = reduce.size() > 1 ? red.fuse(reduce) : reduce[0];
+  auto [ko, ki] = red.split(k, te::Expr(f[1]));
+  const int64_t inner = st.reduce_size;
   if (mode == ReductionMode::kRfInner) {
     te::Tensor part = g.s.rfactor(g.tensor(i), ki, int(n));
     schedule::Stage rf = g.s[part];

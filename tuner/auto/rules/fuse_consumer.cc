@@ -54,21 +54,10 @@ int fusible_consumer(const SketchBuilder& b, int i) {
 
 void tile_epilogue(Generator& g, int anchor, int owner, schedule::Stage st) {
   const StageInfo& a = g.dag.stages()[size_t(anchor)];
-  std::vector<te::IterVar> unit;
-  std::vector<std::vector<te::IterVar>> level(4);
-  int64_t outer_iterations = 1;
-  int64_t vector = 1;
-  for (size_t d = 0; d < a.spatial.size(); ++d) {
-    if (a.spatial[d] <= 1) {
-      unit.push_back(st.axis(d));
-      continue;
-    }
-    const std::vector<int64_t>& f = g.split(anchor, fmt::format("S{}", d));
-    std::vector<te::IterVar> parts = g.split_by(st, st.axis(d), f);
-    for (size_t l = 0; l < 4; ++l) level[l].push_back(parts[l]);
-    outer_iterations *= (a.spatial[d] + f[1] * f[2] * f[3] - 1) / (f[1] * f[2] * f[3]);
-    vector = f[3];
-  }
+  SpatialTiles t = tile_spatial(g, anchor, st);
+  const std::vector<te::IterVar>& unit = t.unit;
+  const std::vector<std::vector<te::IterVar>>& level = t.level;
+  const int64_t vector = t.vector, outer_iterations = t.outer_iterations;
   std::vector<te::IterVar> order = unit;
   for (const auto& l : level) order.insert(order.end(), l.begin(), l.end());
   st.reorder(order);

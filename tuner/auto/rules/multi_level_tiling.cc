@@ -7,6 +7,8 @@
 // Knobs: S<d> per spatial axis [-1, f1, f2, f3], R<d> per reduce axis [-1, f], at, unroll.
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "../sketch.h"
 #include "loom/lower/stmt.h"
 
@@ -70,19 +72,11 @@ class MultiLevelTiling : public SketchRule {
       tile_epilogue(g, i, i, g.place[size_t(i)].top);
     }
     // SSRSRS
-    std::vector<te::IterVar> unit;
-    std::vector<std::vector<te::IterVar>> s(4), r(2);
-    int64_t vector = 1;
-    for (size_t d = 0; d < st.spatial.size(); ++d) {
-      if (st.spatial[d] <= 1) {
-        unit.push_back(compute.axis(d));
-        continue;
-      }
-      const std::vector<int64_t>& f = g.split(i, fmt::format("S{}", d));
-      auto parts = g.split_by(compute, compute.axis(d), f);
-      for (size_t l = 0; l < 4; ++l) s[l].push_back(parts[l]);
-      vector = f[3];
-    }
+    SpatialTiles tiles = tile_spatial(g, i, compute);
+    std::vector<te::IterVar> unit = tiles.unit;
+    const std::vector<std::vector<te::IterVar>>& s = tiles.level;
+    const int64_t vector = tiles.vector;
+    std::vector<std::vector<te::IterVar>> r(2);
     for (size_t d = 0; d < st.reduce.size(); ++d) {
       if (st.reduce[d] <= 1) {
         unit.push_back(compute.reduce_axis(d));
@@ -93,7 +87,8 @@ class MultiLevelTiling : public SketchRule {
       r[1].push_back(parts[1]);
     }
     std::vector<te::IterVar> order = unit;
-    for (const auto* l : {&s[0], &s[1], &r[0], &s[2], &r[1], &s[3]}) order.insert(order.end(), l->begin(), l->end());
+    for (const std::vector<te::IterVar>* l : {&s[0], &s[1], &std::as_const(r)[0], &s[2], &std::as_const(r)[1], &s[3]})
+      order.insert(order.end(), l->begin(), l->end());
     compute.reorder(order);
     if (!s[3].empty() && vector > 1) {
       g.check_vector(vector, st.op->output_dtype(0));
@@ -116,6 +111,25 @@ class MultiLevelTiling : public SketchRule {
 };
 
 }  // namespace
+
+SpatialTiles tile_spatial(Generator& g, int anchor, schedule::Stage st) {
+  const StageInfo& a = g.dag.stages()[size_t(anchor)];
+  SpatialTiles t;
+  t.level.resize(4);
+  for (size_t d = 0; d < a.spatial.size(); ++d) {
+    if (a.spatial[d] <= 1) {
+      t.unit.push_back(st.axis(d));
+      continue;
+    }
+    const std::vector<int64_t>& f = g.split(anchor, fmt::format("S{}", d));
+    std::vector<te::IterVar> parts = g.split_by(st, st.axis(d), f);
+    for (size_t l = 0; l < 4; ++l) t.level[l].push_back(parts[l]);
+    const int64_t tile = f[1] * f[2] * f[3];
+    t.outer_iterations *= (a.spatial[d] + tile - 1) / tile;
+    t.vector = f[3];
+  }
+  return t;
+}
 
 const SketchRule& multi_level_tiling_rule() {
   static const MultiLevelTiling rule;

@@ -3,7 +3,7 @@
 //   plain      reduce loops inside the spatial loops (those fused and parallel at the root);
 //   vec_kept   accumulators in a cache, the innermost spatial axis split by "vec" and
 //              vectorized, the reduce loops outside it (pooling, sums over an outer axis);
-//   rf_inner / rf_outer   rfactor (add_rfactor.cc).
+//   rf_inner / rf_outer   rfactor of the fused reduce axes (add_rfactor.cc).
 // A reduction that is not an output is computed at the root or at a loop of its consumers
 // ("loc", compute_location.cc): softmax's sums in the row loop of the normalization.
 #include <fmt/format.h>
@@ -18,9 +18,8 @@ std::vector<int64_t> modes_of(const StageInfo& st) {
   std::vector<int64_t> m{int64_t(ReductionMode::kPlain)};
   const int vec = vector_axis(st);
   if (st.spatial_innermost_contiguous && vec >= 0) m.push_back(int64_t(ReductionMode::kVecKept));
-  const int64_t inner = st.reduce.empty() ? 1 : st.reduce.back();
-  if (inner >= 2) m.push_back(int64_t(ReductionMode::kRfInner));
-  if (st.spatial_size <= 64 && st.reduce_size >= 2048 && inner >= 16) m.push_back(int64_t(ReductionMode::kRfOuter));
+  if (st.reduce_size >= 2) m.push_back(int64_t(ReductionMode::kRfInner));
+  if (st.spatial_size <= 64 && st.reduce_size >= 2048) m.push_back(int64_t(ReductionMode::kRfOuter));
   return m;
 }
 
@@ -40,7 +39,7 @@ class Reduction : public SketchRule {
     auto has = [&](ReductionMode m) { return std::find(modes.begin(), modes.end(), int64_t(m)) != modes.end(); };
     // The pattern schedule's choice first: partial vectors along a contiguous reduction, else
     // vectors across a contiguous kept axis.
-    const int64_t inner = st.reduce.empty() ? 1 : st.reduce.back();
+    const int64_t inner = st.reduce_size;  // rfactor splits the fused reduce axes
     ReductionMode pref = ReductionMode::kPlain;
     if (st.reduce_innermost_contiguous && inner >= 4 && has(ReductionMode::kRfInner)) pref = ReductionMode::kRfInner;
     else if (has(ReductionMode::kVecKept)) pref = ReductionMode::kVecKept;
