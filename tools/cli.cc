@@ -1,7 +1,6 @@
 // Option parsing, help text and the shared workload options of the `loom` command line.
 #include "cli.h"
 
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -395,22 +394,16 @@ tuner::Task task_from(const Args& a) {
   }
   const std::string op = a.required("--op");
   const bool has_template = tuner::find_template(op, target->kind()) != nullptr;
-  if (a.has("--auto") || (!has_template && te::ops::find_op(op))) return auto_task_from(a, op, *target);
+  // --shape for an op with a template on another target: the template's error names the targets.
+  const bool template_elsewhere = tuner::find_template(op, "llvm") || tuner::find_template(op, "cuda");
+  if (a.has("--auto") || (!has_template && te::ops::find_op(op) && !(a.has("--shape") && template_elsewhere)))
+    return auto_task_from(a, op, *target);
   if (!has_template) workload_from(a, target->kind());  // throws: an unknown op, a template of another target
   if (a.has("--input"))
     a.usage_error("--input is for auto-scheduled operators; '{}' has a schedule template, which takes --shape{} (add "
                   "--auto to auto-schedule the registry operator on these inputs instead)",
                   op, " " + tuner::get_template(op, target->kind()).shape_doc);
   return tuner::Task::create(workload_from(a, target->kind()), *target);
-}
-
-std::string function_name(const tuner::Task& task) {
-  std::string name = task.workload().op;
-  if (!task.is_auto()) return name;
-  name = name.substr(std::string(tuner::autosched::kAutoOpPrefix).size());
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-  return name;
 }
 
 // ------------------------------------------------------------------ choosing a config

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "loom/records/record.h"
+#include "loom/tuner/build_best.h"
 #include "loom/tuner/task.h"
 
 namespace loom::cli {
@@ -119,9 +120,8 @@ records::Workload workload_from(const Args& a, const std::string& target_kind = 
 /// auto-scheduled task of the operator on the --input types with the --attr attributes.
 /// UsageError naming the option that is wrong.
 tuner::Task task_from(const Args& a);
-/// The name of the task's function in built modules: the op, or for an auto-scheduled task its
-/// name without "auto:" and with other characters than letters, digits and '_' made '_'.
-std::string function_name(const tuner::Task& task);
+/// The name of the task's function in built modules (tuner::function_name).
+using tuner::function_name;
 
 // ---- choosing a config
 

@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "loom/codegen/build.h"
+#include "loom/tuner/auto/workload.h"
 
 namespace loom::tuner {
 
@@ -67,6 +70,15 @@ std::optional<records::Record> best_record(const Task& task, const records::Appl
   return std::nullopt;
 }
 
+std::string function_name(const Task& task) {
+  std::string name = task.workload().op;
+  if (!task.is_auto()) return name;
+  name = name.substr(std::string(autosched::kAutoOpPrefix).size());
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  return name;
+}
+
 runtime::Module build_best(const Task& task, const records::ApplyHistoryBest& best, std::ostream* warn,
                            const std::string& name, bool check_accesses) {
   const std::string target = task.target().str();
@@ -81,7 +93,7 @@ runtime::Module build_best(const Task& task, const records::ApplyHistoryBest& be
   lowering::LowerOptions opts;
   opts.target = task.target();
   opts.check_accesses = check_accesses;
-  return codegen::build(inst.schedule, inst.args, name.empty() ? task.workload().op : name, opts);
+  return codegen::build(inst.schedule, inst.args, name.empty() ? function_name(task) : name, opts);
 }
 
 }  // namespace loom::tuner

@@ -39,9 +39,14 @@ void install_record_check();
 /// alias).
 std::optional<records::Record> best_record(const Task& task, const records::ApplyHistoryBest& best);
 
+/// The name of a task's function in built modules: its op, or for an auto-scheduled task the
+/// op without "auto:" and with each character other than a letter, digit or '_' made '_'
+/// ("auto:dense+add" → "dense_add").
+std::string function_name(const Task& task);
+
 /// Builds `task` with the config of its best_record in `best`; without one, writes "no tuning record for <key> on <target>; using the default
 /// config" to `warn` (if not null) and builds the default config. The module's function is
-/// named `name`, or after the workload's op when `name` is empty. With `check_accesses`,
+/// named `name`, or function_name(task) when `name` is empty. With `check_accesses`,
 /// every tensor access is checked at run time (lowering::LowerOptions::check_accesses).
 runtime::Module build_best(const Task& task, const records::ApplyHistoryBest& best, std::ostream* warn = &std::cerr,
                            const std::string& name = "", bool check_accesses = false);
