@@ -236,6 +236,28 @@ TEST(AutoRules, TooWideVectorsAreRejectedBeforeBuilding) {
   }
 }
 
+TEST(AutoRules, LargeComputationsKeepTheirSpacesWithinInt64) {
+  // A chain of 12 matmuls: ~19 bits of knobs each, thinned once the space reaches 2^60.
+  Tensor X = ph({16, 16}, "X");
+  std::vector<Tensor> args{X};
+  Tensor cur = X;
+  for (int i = 0; i < 12; ++i) {
+    Tensor W = ph({16, 16}, "W");
+    args.push_back(W);
+    IterVar k = te::reduce_axis({0, 16}, "k");
+    Tensor prev = cur;
+    cur = te::compute({16, 16}, [&](Var a, Var b) { return te::sum(prev(a, k) * W(k, b), {k}); }, "mm");
+  }
+  args.push_back(cur);
+  auto sp = make_auto_space(args, Target("llvm"), AutoOptions{false});
+  EXPECT_LE(sp->space().size(), int64_t(1) << 61);
+  EXPECT_GE(sp->space().size(), int64_t(1) << 50);
+  for (int64_t index : configs(*sp, 9, 4)) {
+    Instance inst = sp->instantiate(sp->space().get(index));
+    EXPECT_EQ(test::compare_with_reference(inst.schedule, inst.args), "") << "config " << index;
+  }
+}
+
 TEST(AutoRules, GpuTargetsHaveNoRulesYet) {
   Tensor A = ph({4}, "A");
   Tensor B = te::compute({4}, [&](Var i) { return A(i) + 1.0f; }, "B");

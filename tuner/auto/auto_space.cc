@@ -32,6 +32,7 @@ class AutoSpace : public SearchSpace {
       sketch_knob_ = 0;
     }
     SketchBuilder b(dag_, target_, &space_);
+    if (opt_.include_pattern) b.count_knob(2);
     const auto& rules = autosched::cpu_rules();
     const int n = int(dag_.stages().size());
     for (int i = n - 1; i >= 0; --i) {

@@ -115,8 +115,40 @@ std::vector<int> SketchBuilder::effective_consumers(int i) const {
   return {out.begin(), out.end()};
 }
 
+namespace {
+
+/// Keeps `n` of `values`: `*preferred`, then evenly spaced others from the first on
+/// (`*preferred` is updated to its new index).
+template <typename T>
+std::vector<T> thin(std::vector<T> values, size_t n, size_t* preferred) {
+  if (values.size() <= n) return values;
+  *preferred = std::min(*preferred, values.size() - 1);
+  std::set<size_t> keep{*preferred};
+  for (size_t k = 0; keep.size() < n && k < n; ++k) keep.insert(k * (values.size() - 1) / std::max<size_t>(1, n - 1));
+  std::vector<T> out;
+  for (size_t k : keep) {
+    if (k == *preferred) *preferred = out.size();
+    out.push_back(values[k]);
+  }
+  return out;
+}
+
+}  // namespace
+
+size_t SketchBuilder::budget(size_t n) {
+  // Spaces stay below 2^kMaxLog2Configs configs (int64 indices, with room to spare): a knob
+  // that would cross the bound keeps fewer values.
+  const double left = kMaxLog2Configs - log2_size_;
+  const size_t allowed = left >= 62 ? n : size_t(std::max(1.0, std::floor(std::exp2(std::max(0.0, left)))));
+  const size_t kept = std::min(n, allowed);
+  log2_size_ += std::log2(double(std::max<size_t>(1, kept)));
+  return kept;
+}
+
 void SketchBuilder::define_split(int i, const std::string& what, int64_t extent,
                                  std::vector<std::vector<int64_t>> values, size_t preferred) {
+  const size_t kept = budget(values.size());
+  values = thin(std::move(values), kept, &preferred);
   SplitOptions opt;
   opt.policy = SplitOptions::kCandidates;
   opt.num_outputs = int(values.at(0).size());
@@ -128,6 +160,8 @@ void SketchBuilder::define_split(int i, const std::string& what, int64_t extent,
 }
 
 void SketchBuilder::define_choice(int i, const std::string& what, std::vector<int64_t> values, size_t preferred) {
+  const size_t kept = budget(values.size());
+  values = thin(std::move(values), kept, &preferred);
   const std::string name = (i >= 0 ? dag.stages()[size_t(i)].label + "." : std::string()) + what;
   space_.define_choice(name, std::move(values));
   if (i >= 0) plans[size_t(i)].knobs[what] = int(space_.knobs().size()) - 1;
@@ -171,9 +205,11 @@ const std::vector<int64_t>& Generator::split(int i, const std::string& what) {
   return space_.knobs()[size_t(k)].values[size_t(choice_index(i, what))];
 }
 
-void Generator::normalize(int i, const std::string& what, int value_index) {
+void Generator::normalize(int i, const std::string& what, int64_t value) {
   const int k = plans[size_t(i)].knobs.at(what);
-  if (value_index != choices_[size_t(k)]) normalized_[size_t(k)] = value_index;
+  const auto& values = space_.knobs()[size_t(k)].values;
+  for (size_t v = 0; v < values.size(); ++v)  // a thinned knob may lack the value: then left as is
+    if (values[v][0] == value && int(v) != choices_[size_t(k)]) normalized_[size_t(k)] = int(v);
 }
 
 std::vector<int> Generator::canonical_choices() const {

@@ -72,10 +72,16 @@ class SketchBuilder {
   void define_choice(int i, const std::string& what, std::vector<int64_t> values, size_t preferred = 0);
   /// The rules' default config: the preferred value of every knob (by knob index).
   const std::vector<int>& preferred() const { return preferred_; }
+  /// Counts a knob the space is given (the sketch knob, defined outside the rules).
+  void count_knob(size_t values) { budget(values); }
 
  private:
+  /// How many of a knob's `n` values the space can take without reaching 2^kMaxLog2Configs
+  /// configs, and counts them.
+  size_t budget(size_t n);
   ConfigSpace& space_;
   std::vector<int> preferred_;
+  double log2_size_ = 0;
 };
 
 /// Split values of an extent (each [-1, inner parts…], outer part first).
@@ -87,6 +93,10 @@ std::vector<std::vector<int64_t>> factor_values(int64_t extent, int64_t max_fact
 /// The index of the value of `values` whose inner parts are closest to `want` (log scale).
 size_t closest_value(const std::vector<std::vector<int64_t>>& values, const std::vector<int64_t>& want);
 
+/// Auto-scheduled spaces stay below 2^kMaxLog2Configs configs: knobs defined past it keep fewer
+/// values (the preferred one and others evenly spaced; rules read choices by value, so a
+/// thinned "loc" knob keeps its meaning).
+inline constexpr double kMaxLog2Configs = 60;
 /// Stages of work below this (spatial × reduce points) run on one thread.
 inline constexpr int64_t kParallelMinWork = 16384;
 /// Below this, a parallel loop runs one task per pool thread (fewer wake-ups).
@@ -112,9 +122,9 @@ class Generator {
   int choice_index(int i, const std::string& what);
   int64_t choice(int i, const std::string& what);
   const std::vector<int64_t>& split(int i, const std::string& what);
-  /// Declares that the value of knob (i, what) this config has means the same as value
-  /// `value_index` (canonical() rewrites it).
-  void normalize(int i, const std::string& what, int value_index);
+  /// Declares that the value of choice knob (i, what) this config has means the same as
+  /// `value` (canonical() rewrites it).
+  void normalize(int i, const std::string& what, int64_t value);
   /// Knob choices as canonical() makes them: unread knobs at 0, normalized ones rewritten.
   std::vector<int> canonical_choices() const;
 

@@ -59,9 +59,9 @@ void define_location(SketchBuilder& b, int i, int first) {
 
 std::optional<Generator::Location> choose_location(Generator& g, int i, int first, int root_value,
                                                    int* first_value) {
-  const int v = g.choice_index(i, "loc");
+  const int64_t v = g.choice(i, "loc");
   if (v < first) {
-    *first_value = v;
+    *first_value = int(v);
     return std::nullopt;
   }
   const std::vector<Generator::Location> locs = g.locations(i);
@@ -73,7 +73,7 @@ std::optional<Generator::Location> choose_location(Generator& g, int i, int firs
   size_t k = size_t(v - first);
   if (k >= locs.size()) {
     k = locs.size() - 1;
-    g.normalize(i, "loc", first + int(k));
+    g.normalize(i, "loc", first + int64_t(k));
   }
   return locs[k];
 }
