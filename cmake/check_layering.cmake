@@ -3,7 +3,7 @@
 #   - layers: runtime <- te <- schedule <- lower <- codegen <- records <- tuner <- graph_opt <- tools;
 #     a file of a layer (its folder, or include/loom/<layer>/) includes no header of a layer to
 #     its right. include/loom/loom.h counts as the highest layer it includes.
-#   - LLVM headers only under codegen/llvm/; XGBoost only in tuner/xgb_cost_model.cc; CUDA
+#   - LLVM headers only under codegen/llvm/; XGBoost only in tuner/cost_model/xgb_cost_model.cc; CUDA
 #     headers (cuda*.h, nvrtc, cuBLAS, cuDNN) only under codegen/cuda/ and runtime/cuda/; mpi.h
 #     only under tuner/distributed/; ONNX's protobuf classes (onnx/..., google/protobuf/...) only
 #     under graph_opt/frontend/onnx/.
@@ -14,7 +14,7 @@ endif()
 
 set(LAYERS runtime te schedule lower codegen records tuner graph_opt tools)
 set(LLVM_PLACE "codegen/llvm/")
-set(XGBOOST_PLACE "tuner/xgb_cost_model.cc")
+set(XGBOOST_PLACE "tuner/cost_model/xgb_cost_model.cc")
 set(CUDA_PLACES "codegen/cuda/" "runtime/cuda/")
 set(MPI_PLACE "tuner/distributed/")
 set(ONNX_PLACE "graph_opt/frontend/onnx/")

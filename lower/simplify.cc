@@ -27,7 +27,12 @@ class StmtSimplifier : public IRMutator {
     Expr ext = mutate(op->extent);
     if (auto n = te::as_const_int(ext); n && *n <= 0) return no_op();
     if (is_one(ext) && op->for_kind != ForKind::kThreadBinding) {
-      return mutate(substitute(op->body, {{op->loop_var.get(), mn}}));
+      Stmt body = mutate(substitute(op->body, {{op->loop_var.get(), mn}}));
+      // The loop goes; its auto-unroll pragma stays on what it held.
+      auto it = op->annotations.find(attr::kAutoUnrollMaxStep);
+      if (it != op->annotations.end() && !is_no_op(body))
+        return make_stmt<AttrStmtNode>(te::IterVar(), Var(), attr::kAutoUnrollMaxStep, it->second, body);
+      return body;
     }
     // The analyzer's facts are global; a variable seen in an earlier loop gets a fresh name
     // so that the facts of the two loops never mix.

@@ -116,7 +116,8 @@ LogContents read_log(const std::string& path, std::ostream* warn) {
         continue;
       }
     } catch (const SchemaVersionError& e) {
-      reason = fmt::format("schema version {} (this loom reads {})", e.version(), kSchemaVersion);
+      reason = fmt::format("schema version {} (this loom reads {} to {})", e.version(), kOldestSchemaVersion,
+                           kSchemaVersion);
     } catch (const Error& e) {
       reason = e.what();
     }

@@ -101,7 +101,8 @@ ErrorCode error_code_from_string(const std::string& s) {
 const char* loom_version() { return LOOM_VERSION; }
 
 SchemaVersionError::SchemaVersionError(int version)
-    : Error(fmt::format("schema version {}, this loom reads {}", version, kSchemaVersion)), version_(version) {}
+    : Error(fmt::format("schema version {}, this loom reads {} to {}", version, kOldestSchemaVersion, kSchemaVersion)),
+      version_(version) {}
 
 std::string Workload::key() const {
   std::string out = op + "(" + fmt::format("{}", fmt::join(shape, ",")) + ";" + dtype;
@@ -156,6 +157,13 @@ std::string Record::to_json() const {
                  {"timestamp", result.timestamp}};
   j["tuner"] = tuner;
   j["loom_version"] = loom_version;
+  if (!steps.empty()) {
+    try {
+      j["steps"] = json::parse(steps);
+    } catch (const json::exception& e) {
+      fail("record of {}: its steps are not JSON: {}", workload.key(), e.what());
+    }
+  }
   // Invalid UTF-8 (e.g. a compiler message) is replaced rather than failing the whole trial.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -173,7 +181,7 @@ Record Record::from_json(const std::string& line) {
   if (!j.is_object()) fail("record is a JSON {}, expected an object", type_name(j));
   Reader top(j, "");
   int32_t v = top.int32("v");
-  if (v != kSchemaVersion) throw SchemaVersionError(v);
+  if (v < kOldestSchemaVersion || v > kSchemaVersion) throw SchemaVersionError(v);
 
   Record r;
   r.version = v;
@@ -236,6 +244,7 @@ Record Record::from_json(const std::string& line) {
 
   r.tuner = top.str("tuner");
   r.loom_version = top.str("loom_version");
+  if (top.raw().contains("steps")) r.steps = top.array("steps").dump();
   return r;
 }
 

@@ -76,6 +76,8 @@ Tensor Schedule::cache_read(const Tensor& t, const std::string& scope, const std
   detail::LoadMap map{{detail::LoadKey{ts.get(), t.value_index()}, cache}};
   std::vector<std::pair<Stage, std::vector<Expr>>> rewrites;
   std::unordered_set<const StageNode*> seen;
+  detail::StepRecorder rec(ts.get(), StepKind::kCacheRead);
+  rec.num("output", int64_t(t.value_index())).str("scope", scope);
   for (size_t i = 0; i < readers.size(); ++i) {
     LOOM_CHECK(readers[i] != nullptr, "{}: reader {} is undefined", where, i);
     Stage rs = sch->stage_of(readers[i]);
@@ -87,11 +89,13 @@ Tensor Schedule::cache_read(const Tensor& t, const std::string& scope, const std
     bool changed = false;
     auto body = detail::redirect_loads(sch, rs->op->body, map, &changed);
     LOOM_CHECK(changed, "{}: '{}' does not read '{}'", where, rs->name(), ts->name());
+    rec.reader(rs.get());
     rewrites.emplace_back(rs, std::move(body));
   }
 
   Stage cs = detail::make_stage(cache_op);
   cs->scope = scope;
+  cs->schedule = node_;
   insert_stage(sch, cs, ts, /*after=*/true);
   for (auto& [rs, body] : rewrites) {
     const Operation& op = rs->op;
@@ -100,6 +104,7 @@ Tensor Schedule::cache_read(const Tensor& t, const std::string& scope, const std
   }
   detail::refresh_dataflow(sch);
   sch->sort_stages();
+  rec.commit();
   return cache;
 }
 
@@ -139,6 +144,8 @@ Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
     reattach.emplace_back(o, size_t(it - op->axis.begin()));
   }
 
+  detail::StepRecorder rec(s.get(), StepKind::kCacheWrite);
+  rec.num("output", int64_t(t.value_index())).str("scope", scope);
   te::VarMap vars;
   std::unordered_map<const te::IterVarNode*, IterVar> ivars;
   auto rename = [&](const IterVar& iv) {
@@ -170,6 +177,7 @@ Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
 
   Stage cs = detail::make_stage(cache_op);
   cs->scope = scope;
+  cs->schedule = node_;
   insert_stage(sch, cs, s, /*after=*/false);
   detail::set_stage_op(sch, s, copy_op);
   s->all_iter_vars = copy_axis;
@@ -177,6 +185,7 @@ Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
   for (auto& [o, dim] : reattach) o->attach_ivar = copy_axis[dim];
   detail::refresh_dataflow(sch);
   sch->sort_stages();
+  rec.commit();
   return te::output(cache_op, t.value_index());
 }
 

@@ -102,6 +102,8 @@ Tensor Schedule::rfactor(const Tensor& t, const IterVar& axis, int factor_axis) 
   }
   const auto* reduce0 = op->body[0].as<te::ReduceNode>();
   for (const Expr& b : op->body) LOOM_ICHECK(b.as<te::ReduceNode>() != nullptr);
+  detail::StepRecorder rec(s.get(), StepKind::kRfactor);
+  rec.axis(axis).num("output", int64_t(t.value_index())).num("factor_axis", int64_t(factor_axis));
 
   // Axes of the partial-result op: the spatial axes with `axis` inserted at factor_axis,
   // reducing over every other reduce leaf.
@@ -196,6 +198,7 @@ Tensor Schedule::rfactor(const Tensor& t, const IterVar& axis, int factor_axis) 
   Operation new_op = detail::make_compute_op(op->name, op->tag, op->attrs, op->axis, {k_new}, body);
 
   Stage rs = detail::make_stage(rf_op);
+  rs->schedule = node_;
   auto pos = std::find(sch->stages.begin(), sch->stages.end(), s);
   sch->stages.insert(pos, rs);
   sch->stage_map[rf_op.get()] = rs;
@@ -217,6 +220,7 @@ Tensor Schedule::rfactor(const Tensor& t, const IterVar& axis, int factor_axis) 
   s->leaf_iter_vars.push_back(k_new);
   detail::refresh_dataflow(sch);
   sch->sort_stages();
+  rec.commit();
   return te::output(rf_op, t.value_index());
 }
 

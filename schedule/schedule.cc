@@ -120,9 +120,12 @@ Schedule Schedule::copy() const {
   auto n = std::make_shared<ScheduleNode>();
   n->outputs = node_->outputs;
   n->retired_ops = node_->retired_ops;
+  n->trace = node_->trace;
+  n->trace_threads = node_->trace_threads;
   std::unordered_map<const StageNode*, Stage> remap;
   for (const Stage& s : node_->stages) {
     Stage c(std::make_shared<StageNode>(*s.get()));
+    c->schedule = n;
     remap[s.get()] = c;
     n->stages.push_back(c);
   }
@@ -161,6 +164,7 @@ Schedule create_schedule(const std::vector<Operation>& outputs) {
   for (const Operation& op : te::post_dfs_order(roots)) {
     Stage s = detail::make_stage(op);
     s->is_output = seen.count(op.get()) > 0;
+    s->schedule = n;
     n->stages.push_back(s);
     n->stage_map[op.get()] = s;
   }

@@ -49,6 +49,79 @@ void set_stage_op(ScheduleNode* sch, const Stage& stage, const te::Operation& op
   sch->stage_map[op.get()] = stage;
 }
 
+StepRecorder::StepRecorder(const StageNode* stage, StepKind kind) : sch_(stage->schedule.lock()), stage_(stage) {
+  step_.kind = kind;
+  if (sch_) step_.stage = stage_ref(stage);
+}
+
+StepRef StepRecorder::stage_ref(const StageNode* s) const {
+  StepRef r{-1, s->name()};
+  for (size_t i = 0; i < sch_->stages.size(); ++i)
+    if (sch_->stages[i].get() == s) r.index = int(i);
+  return r;
+}
+
+namespace {
+StepRef iter_var_ref(const StageNode* s, const IterVar& iv) {
+  StepRef r{-1, iv.defined() ? iv.name() : ""};
+  for (size_t i = 0; i < s->all_iter_vars.size(); ++i)
+    if (s->all_iter_vars[i] == iv) r.index = int(i);
+  return r;
+}
+}  // namespace
+
+StepRecorder& StepRecorder::axis(const IterVar& iv) {
+  if (sch_) step_.axes.push_back(iter_var_ref(stage_, iv));
+  return *this;
+}
+
+StepRecorder& StepRecorder::at(const StageNode* parent, const IterVar& iv) {
+  if (!sch_) return *this;
+  step_.at = stage_ref(parent);
+  step_.axes.push_back(iter_var_ref(parent, iv));
+  return *this;
+}
+
+StepRecorder& StepRecorder::reader(const StageNode* reader) {
+  if (sch_) step_.readers.push_back(stage_ref(reader));
+  return *this;
+}
+
+StepRecorder& StepRecorder::thread(const IterVar& thread) {
+  if (!sch_) return *this;
+  auto& seen = sch_->trace_threads;
+  auto it = std::find(seen.begin(), seen.end(), thread);
+  step_.ints["thread_id"] = it - seen.begin();
+  if (it == seen.end()) seen.push_back(thread);
+  step_.strs["thread"] = thread->thread_tag;
+  if (thread->dom.extent.defined()) num("extent", thread->dom.extent);
+  return *this;
+}
+
+StepRecorder& StepRecorder::num(const std::string& key, const Expr& e) {
+  if (!sch_) return *this;
+  if (auto c = te::as_const_int(e)) {
+    step_.ints[key] = *c;
+  } else {
+    step_.not_replayable = fmt::format("its {} is the expression {}, not a constant", key, te::to_string(e));
+  }
+  return *this;
+}
+
+StepRecorder& StepRecorder::num(const std::string& key, int64_t v) {
+  if (sch_) step_.ints[key] = v;
+  return *this;
+}
+
+StepRecorder& StepRecorder::str(const std::string& key, std::string v) {
+  if (sch_) step_.strs[key] = std::move(v);
+  return *this;
+}
+
+void StepRecorder::commit() {
+  if (sch_) sch_->trace.push_back(std::move(step_));
+}
+
 Stage stage_of_tensor(const ScheduleNode* sch, const Tensor& t, const char* what) {
   LOOM_CHECK(t.defined(), "{}: the tensor is undefined (a default-constructed Tensor)", what);
   auto it = sch->stage_map.find(t.op().get());

@@ -54,6 +54,32 @@ std::vector<Expr> redirect_loads(const ScheduleNode* sch, const std::vector<Expr
 /// An unused stage name: `base`, or `base.1`, `base.2`, … if a stage already has it.
 std::string unique_stage_name(const ScheduleNode* sch, const std::string& base);
 
+/// A step of the schedule's trace (trace.h) being made by a primitive: references are resolved
+/// as they are added, before the primitive changes the stage; commit() appends the step to
+/// the trace of the schedule that owns the stage (nothing when it has none).
+class StepRecorder {
+ public:
+  StepRecorder(const StageNode* stage, StepKind kind);
+  /// The stage's iteration variable `iv` (axes, in order).
+  StepRecorder& axis(const IterVar& iv);
+  /// compute_at's target: `parent` and its loop `iv`.
+  StepRecorder& at(const StageNode* parent, const IterVar& iv);
+  StepRecorder& reader(const StageNode* reader);
+  /// bind's thread axis: its tag, extent (if it has one) and identity ("thread_id").
+  StepRecorder& thread(const IterVar& thread);
+  /// A constant integer argument; a symbolic one makes the step not replayable.
+  StepRecorder& num(const std::string& key, const Expr& e);
+  StepRecorder& num(const std::string& key, int64_t v);
+  StepRecorder& str(const std::string& key, std::string v);
+  void commit();
+
+ private:
+  StepRef stage_ref(const StageNode* s) const;
+  std::shared_ptr<ScheduleNode> sch_;
+  const StageNode* stage_;
+  Step step_;
+};
+
 /// Checks a storage scope name ("global", "shared", "local", "warp", "wmma.*", "shared.dyn").
 void check_scope(const std::string& where, const std::string& scope);
 

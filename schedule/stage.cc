@@ -168,20 +168,32 @@ std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, Expr factor) {
   StageNode* s = self_of(*this, "split");
   check_leaf(s, parent, "split");
   Expr f = check_split_arg(s, parent, factor, "factor");
-  return do_split(s, parent, f, Expr());
+  detail::StepRecorder rec(s, StepKind::kSplit);
+  rec.axis(parent).num("factor", f);
+  auto parts = do_split(s, parent, f, Expr());
+  rec.commit();
+  return parts;
 }
 
 std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent, Expr nparts) {
   StageNode* s = self_of(*this, "split_nparts");
   check_leaf(s, parent, "split");
   Expr n = check_split_arg(s, parent, nparts, "number of parts");
-  return do_split(s, parent, Expr(), n);
+  detail::StepRecorder rec(s, StepKind::kSplitNparts);
+  rec.axis(parent).num("nparts", n);
+  auto parts = do_split(s, parent, Expr(), n);
+  rec.commit();
+  return parts;
 }
 
 IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
   StageNode* s = self_of(*this, "fuse");
   check_fusable(s, outer, inner);
-  return do_fuse(s, outer, inner, outer.name() + "." + inner.name() + ".fused");
+  detail::StepRecorder rec(s, StepKind::kFuse);
+  rec.axis(outer).axis(inner);
+  IterVar fused = do_fuse(s, outer, inner, outer.name() + "." + inner.name() + ".fused");
+  rec.commit();
+  return fused;
 }
 
 IterVar Stage::fuse(const std::vector<IterVar>& axes) {
@@ -190,6 +202,8 @@ IterVar Stage::fuse(const std::vector<IterVar>& axes) {
   check_leaf(s, axes[0], "fuse");
   for (size_t i = 1; i < axes.size(); ++i) check_fusable(s, axes[i - 1], axes[i]);
   if (axes.size() == 1) return axes[0];
+  detail::StepRecorder rec(s, StepKind::kFuse);
+  for (const IterVar& iv : axes) rec.axis(iv);
   std::string name = axes[0].name();
   for (size_t i = 1; i < axes.size(); ++i) name += "." + axes[i].name();
   IterVar fused = axes[0];
@@ -197,13 +211,17 @@ IterVar Stage::fuse(const std::vector<IterVar>& axes) {
     bool last = i + 1 == axes.size();
     fused = do_fuse(s, fused, axes[i], last ? name + ".fused" : fused.name() + "." + axes[i].name() + ".fused");
   }
+  rec.commit();
   return fused;
 }
 
 void Stage::reorder(const std::vector<IterVar>& order) {
   StageNode* s = self_of(*this, "reorder");
   check_reorder(s, order);
+  detail::StepRecorder rec(s, StepKind::kReorder);
+  for (const IterVar& iv : order) rec.axis(iv);
   do_reorder(s, order);
+  rec.commit();
 }
 
 std::tuple<IterVar, IterVar, IterVar, IterVar> Stage::tile(const IterVar& x, const IterVar& y, Expr x_factor,
@@ -214,9 +232,19 @@ std::tuple<IterVar, IterVar, IterVar, IterVar> Stage::tile(const IterVar& x, con
   LOOM_CHECK(x != y, "stage '{}': cannot tile '{}' with itself", name_of(s), x.name());
   Expr xf = check_split_arg(s, x, x_factor, "factor");
   Expr yf = check_split_arg(s, y, y_factor, "factor");
+  // Recorded as the primitives it is made of.
+  detail::StepRecorder split_x(s, StepKind::kSplit);
+  split_x.axis(x).num("factor", xf);
   auto [xo, xi] = do_split(s, x, xf, Expr());
+  split_x.commit();
+  detail::StepRecorder split_y(s, StepKind::kSplit);
+  split_y.axis(y).num("factor", yf);
   auto [yo, yi] = do_split(s, y, yf, Expr());
+  split_y.commit();
+  detail::StepRecorder order(s, StepKind::kReorder);
+  order.axis(xo).axis(yo).axis(xi).axis(yi);
   do_reorder(s, {xo, yo, xi, yi});
+  order.commit();
   return {xo, yo, xi, yi};
 }
 
@@ -224,21 +252,30 @@ std::tuple<IterVar, IterVar, IterVar, IterVar> Stage::tile(const IterVar& x, con
 void Stage::unroll(const IterVar& iv) {
   StageNode* s = self_of(*this, "unroll");
   check_leaf(s, iv, "unroll");
+  detail::StepRecorder rec(s, StepKind::kUnroll);
+  rec.axis(iv);
   annotate(s, iv, IterAnnotation::kUnroll, IterVar(), "unroll");
+  rec.commit();
 }
 
 void Stage::vectorize(const IterVar& iv) {
   StageNode* s = self_of(*this, "vectorize");
   check_leaf(s, iv, "vectorize");
   LOOM_CHECK(!is_reduce(iv), "stage '{}': cannot vectorize reduction axis '{}'", name_of(s), iv.name());
+  detail::StepRecorder rec(s, StepKind::kVectorize);
+  rec.axis(iv);
   annotate(s, iv, IterAnnotation::kVectorize, IterVar(), "vectorize");
+  rec.commit();
 }
 
 void Stage::parallel(const IterVar& iv) {
   StageNode* s = self_of(*this, "parallel");
   check_leaf(s, iv, "parallelize");
   LOOM_CHECK(!is_reduce(iv), "stage '{}': cannot parallelize reduction axis '{}'", name_of(s), iv.name());
+  detail::StepRecorder rec(s, StepKind::kParallel);
+  rec.axis(iv);
   annotate(s, iv, IterAnnotation::kParallel, IterVar(), "parallelize");
+  rec.commit();
 }
 
 void Stage::bind(const IterVar& iv, const IterVar& thread) {
@@ -262,7 +299,10 @@ void Stage::bind(const IterVar& iv, const IterVar& thread) {
       fail("stage '{}': cannot bind '{}' to '{}': another axis of this stage is already bound to it", name_of(s),
            iv.name(), thread->thread_tag);
   }
+  detail::StepRecorder rec(s, StepKind::kBind);
+  rec.axis(iv).thread(thread);
   annotate(s, iv, IterAnnotation::kThreadBind, thread, "bind");
+  rec.commit();
 }
 
 void Stage::pragma(const IterVar& iv, const std::string& key, Expr value) {
@@ -270,7 +310,10 @@ void Stage::pragma(const IterVar& iv, const std::string& key, Expr value) {
   check_leaf(s, iv, "annotate with a pragma");
   LOOM_CHECK(!key.empty(), "stage '{}': pragma on '{}': the key is empty", name_of(s), iv.name());
   LOOM_CHECK(value.defined(), "stage '{}': pragma '{}' on '{}': the value is undefined", name_of(s), key, iv.name());
+  detail::StepRecorder rec(s, StepKind::kPragma);
+  rec.axis(iv).str("key", key).num("value", value);
   s->iter_var_attrs[iv.get()].pragmas[key] = value;
+  rec.commit();
 }
 
 void Stage::tensorize(const IterVar& axis, const te::TensorIntrin& intrin) {
@@ -297,8 +340,11 @@ void Stage::tensorize(const IterVar& axis, const te::TensorIntrin& intrin) {
     fail("stage '{}': cannot tensorize '{}' with '{}': it is already tensorized with '{}'", name_of(s), axis.name(),
          intrin->name, it->second.tensor_intrin->name);
   if (it != s->iter_var_attrs.end() && it->second.annotation == IterAnnotation::kTensorize) return;
+  detail::StepRecorder rec(s, StepKind::kTensorize);
+  rec.axis(axis).str("intrin", intrin->name);
   annotate(s, axis, IterAnnotation::kTensorize, IterVar(), "tensorize");
   s->iter_var_attrs[axis.get()].tensor_intrin = intrin;
+  rec.commit();
 }
 
 // ---------------------------------------------------------------- placement
@@ -325,9 +371,12 @@ void Stage::compute_at(const Stage& parent, const IterVar& scope) {
     fail("stage '{}': cannot compute_at '{}': '{}' does not read '{}' (directly or through other stages)", name_of(s),
          name_of(p), name_of(p), name_of(s));
   }
+  detail::StepRecorder rec(s, StepKind::kComputeAt);
+  rec.at(p, scope);
   s->attach_type = AttachType::kScope;
   s->attach_stage = parent;
   s->attach_ivar = scope;
+  rec.commit();
 }
 
 void Stage::compute_inline() {
@@ -338,6 +387,7 @@ void Stage::compute_inline() {
   s->attach_type = AttachType::kInline;
   s->attach_stage = Stage();
   s->attach_ivar = IterVar();
+  detail::StepRecorder(s, StepKind::kComputeInline).commit();
 }
 
 void Stage::compute_root() {
@@ -347,6 +397,7 @@ void Stage::compute_root() {
   s->attach_type = AttachType::kRoot;
   s->attach_stage = Stage();
   s->attach_ivar = IterVar();
+  detail::StepRecorder(s, StepKind::kComputeRoot).commit();
 }
 
 // ---------------------------------------------------------------- storage
@@ -366,6 +417,8 @@ void Stage::storage_align(const IterVar& axis, int factor, int offset) {
              "stage '{}': storage_align of '{}': the offset must lie in [0, {}), got {}", name_of(s), axis.name(),
              factor, offset);
   s->storage_align[int(it - root.begin())] = {factor, offset};
+  detail::StepRecorder rec(s, StepKind::kStorageAlign);
+  rec.axis(axis).num("factor", factor).num("offset", offset).commit();
 }
 
 void Stage::set_scope(const std::string& scope) {
@@ -375,6 +428,7 @@ void Stage::set_scope(const std::string& scope) {
   LOOM_CHECK(!s->is_output || scope.empty() || scope == "global",
              "stage '{}': cannot set_scope '{}': an output lives in global memory", name_of(s), scope);
   s->scope = scope;
+  detail::StepRecorder(s, StepKind::kSetScope).str("scope", scope).commit();
 }
 
 void Stage::double_buffer() {
@@ -382,6 +436,7 @@ void Stage::double_buffer() {
   check_compute(s, "double_buffer");
   LOOM_CHECK(!s->is_output, "stage '{}': cannot double_buffer an output", name_of(s));
   s->double_buffer = true;
+  detail::StepRecorder(s, StepKind::kDoubleBuffer).commit();
 }
 
 void Stage::extern_param(const std::string& key, int64_t value) {

@@ -11,8 +11,10 @@
 #include "loom/loom.h"
 #include "loom/runtime/cuda.h"
 #include "loom/runtime/suggest.h"
-#include "loom/tuner/measure.h"
+#include "loom/te/op_registry.h"
+#include "loom/tuner/auto/workload.h"
 #include "loom/tuner/build_best.h"
+#include "loom/tuner/measure.h"
 
 namespace loom::cli {
 
@@ -191,16 +193,31 @@ std::string unknown_op_message(const std::string& op) {
   std::vector<std::string> names = tuner::template_names();
   for (const tuner::Template* t : tuner::templates())
     for (const std::string& alias : t->aliases) names.push_back(alias);
+  for (const std::string& n : te::ops::op_names()) names.push_back(n);
   const std::string hint = did_you_mean(op, names);
-  return fmt::format("unknown op '{}'; {}", op, hint.empty() ? "`loom ops` lists the operator templates" : hint);
+  return fmt::format("unknown op '{}'; {}", op,
+                     hint.empty() ? "`loom ops` lists the operator templates, `loom ops --graph` every operator" : hint);
 }
+
+const char* const kWorkloadHelp =
+    "An op with a schedule template (`loom ops`) takes the template's sizes: --op matmul --shape\n"
+    "M,N,K. Any operator of the registry (`loom ops --graph`) without a template is auto-scheduled\n"
+    "(docs/auto_scheduler.md): give one --input per operator input, as its shape (element type\n"
+    "--dtype, default float32) or as DTYPE[SHAPE], and its attributes with --attr NAME=VALUE (a\n"
+    "list as 1,2); --auto auto-schedules an operator that has a template too, to compare the two:\n"
+    "  --op layer_norm --input 128,768 --input 768 --input 768 --attr epsilon=1e-5\n"
+    "  --op softmax --input float32[128,128] --attr axis=-1\n"
+    "  --op matmul --auto --input 1024,1024 --input 1024,1024\n";
 
 std::vector<Option> workload_options(bool with_target) {
   std::vector<Option> o = {
-      {"--op", "NAME", "operator template (loom ops lists them)"},
-      {"--shape", "LIST", "its sizes, comma-separated, e.g. 1024,1024,1024 (loom ops gives the order)"},
+      {"--op", "NAME", "operator: a template (loom ops) or a registry operator (loom ops --graph)"},
+      {"--shape", "LIST", "a template's sizes, comma-separated, e.g. 1024,1024,1024 (loom ops gives the order)"},
+      {"--input", "TYPE", "an auto-scheduled operator's input, in order: its shape (128,768) or float32[128,768]",
+       true},
+      {"--auto", "", "auto-schedule the registry operator even where a template exists (with --input)"},
       {"--dtype", "T", "element type (default: float32)"},
-      {"--attr", "K=V", "template attribute, e.g. --attr stride=2 --attr pad=1", true},
+      {"--attr", "K=V", "attribute, e.g. --attr stride=2 --attr pad=1 (a template's) or --attr axis=-1", true},
   };
   if (with_target) o.push_back({"--target", "T", "target, e.g. \"llvm -mcpu=x86-64-v3\" (default: llvm)"});
   return o;
@@ -254,6 +271,119 @@ records::Workload workload_from(const Args& a, const std::string& target_kind) {
   return w;
 }
 
+namespace {
+
+/// The --attr values of an auto-scheduled operator, read by its attribute schema.
+te::ops::Attrs auto_attrs(const Args& a, const te::ops::OpDef& def) {
+  te::ops::Attrs attrs;
+  for (const std::string& kv : a.all("--attr")) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) a.usage_error("--attr: expected NAME=VALUE, got '{}'", kv);
+    const std::string name = kv.substr(0, eq), text = kv.substr(eq + 1);
+    const te::ops::AttrSpec* spec = nullptr;
+    for (const te::ops::AttrSpec& s : def.attrs)
+      if (s.name == name) spec = &s;
+    if (!spec) {
+      std::vector<std::string> known;
+      for (const te::ops::AttrSpec& s : def.attrs) known.push_back(s.name);
+      a.usage_error("--attr: operator '{}' has no attribute '{}' (its attributes: {})", def.name, name,
+                    known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", ")));
+    }
+    auto number = [&](const std::string& t, bool integer) -> std::optional<double> {
+      char* end = nullptr;
+      errno = 0;
+      double v = integer ? double(std::strtoll(t.c_str(), &end, 10)) : std::strtod(t.c_str(), &end);
+      if (t.empty() || *end != '\0' || errno == ERANGE) return std::nullopt;
+      return v;
+    };
+    auto list = [&](bool integer) {
+      std::vector<double> out;
+      std::stringstream ss(text);
+      std::string part;
+      while (std::getline(ss, part, ',')) {
+        auto v = number(part, integer);
+        if (!v) a.usage_error("--attr {}: '{}' is not a list of {}", name, text, integer ? "integers" : "numbers");
+        out.push_back(*v);
+      }
+      return out;
+    };
+    switch (spec->kind) {
+      case te::ops::AttrKind::kString: attrs[name] = text; break;
+      case te::ops::AttrKind::kInt: {
+        auto v = number(text, true);
+        if (!v) a.usage_error("--attr {}: '{}' is not an integer", name, text);
+        attrs[name] = int64_t(*v);
+        break;
+      }
+      case te::ops::AttrKind::kFloat: {
+        auto v = number(text, false);
+        if (!v) a.usage_error("--attr {}: '{}' is not a number", name, text);
+        attrs[name] = *v;
+        break;
+      }
+      case te::ops::AttrKind::kInts: {
+        std::vector<int64_t> v;
+        for (double x : list(true)) v.push_back(int64_t(x));
+        attrs[name] = v;
+        break;
+      }
+      case te::ops::AttrKind::kFloats: attrs[name] = list(false); break;
+    }
+  }
+  return attrs;
+}
+
+tuner::Task auto_task_from(const Args& a, const std::string& op, const Target& target) {
+  const te::ops::OpDef* def = te::ops::find_op(op);
+  if (!def) {
+    if (tuner::find_template(op, "llvm") || tuner::find_template(op, "cuda"))
+      a.usage_error("--op: '{}' is a template but not a registry operator: --auto has nothing to auto-schedule", op);
+    a.usage_error("--op: {}", unknown_op_message(op));
+  }
+  const std::string inputs_doc = fmt::format("{}", fmt::join(def->inputs, ", "));
+  if (target.is_cuda())
+    a.usage_error("--target: operator '{}' has no template for '{}', and the auto-scheduler has CPU rules only so far",
+                  op, target.str());
+  if (a.has("--shape"))
+    a.usage_error("--shape gives a template's sizes; {} '{}' is auto-scheduled: give its inputs' types with "
+                  "--input, one per input ({})",
+                  a.has("--auto") ? "with --auto" : "operator", op, inputs_doc);
+  if (!a.has("--input"))
+    a.usage_error("--input is required: '{}' has no template{}, so it is auto-scheduled on the types of its inputs "
+                  "({}), one --input each, e.g. --input 128,768 or --input float32[128,768]",
+                  op, a.has("--auto") ? " used (--auto)" : "", inputs_doc);
+  const DataType dtype = [&] {
+    try {
+      return DataType::parse(a.str("--dtype", "float32"));
+    } catch (const Error& e) {
+      a.usage_error("--dtype: {}", e.what());
+    }
+  }();
+  std::vector<te::ops::TensorType> types;
+  for (const std::string& in : a.all("--input")) {
+    try {
+      if (in.find('[') != std::string::npos) {
+        types.push_back(tuner::autosched::parse_tensor_type(in));
+      } else {
+        types.push_back({parse_int_list("--input", in), dtype, ""});
+      }
+    } catch (const Error& e) {
+      a.usage_error("--input: {}", e.what());
+    }
+  }
+  te::ops::Attrs attrs = auto_attrs(a, *def);
+  std::optional<tuner::autosched::OpGraph> graph;
+  try {
+    graph = tuner::autosched::OpGraph::single(op, types, attrs);
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    a.usage_error("{}: {}", msg.find("attribute") != std::string::npos ? "--attr" : "--input", msg);
+  }
+  return tuner::Task::create_auto(*graph, target);
+}
+
+}  // namespace
+
 tuner::Task task_from(const Args& a) {
   std::optional<Target> target;
   try {
@@ -262,6 +392,17 @@ tuner::Task task_from(const Args& a) {
   } catch (const Error& e) {
     a.usage_error("--target: {}", e.what());
   }
+  const std::string op = a.required("--op");
+  const bool has_template = tuner::find_template(op, target->kind()) != nullptr;
+  // --shape for an op with a template on another target: the template's error names the targets.
+  const bool template_elsewhere = tuner::find_template(op, "llvm") || tuner::find_template(op, "cuda");
+  if (a.has("--auto") || (!has_template && te::ops::find_op(op) && !(a.has("--shape") && template_elsewhere)))
+    return auto_task_from(a, op, *target);
+  if (!has_template) workload_from(a, target->kind());  // throws: an unknown op, a template of another target
+  if (a.has("--input"))
+    a.usage_error("--input is for auto-scheduled operators; '{}' has a schedule template, which takes --shape{} (add "
+                  "--auto to auto-schedule the registry operator on these inputs instead)",
+                  op, " " + tuner::get_template(op, target->kind()).shape_doc);
   return tuner::Task::create(workload_from(a, target->kind()), *target);
 }
 
@@ -289,9 +430,8 @@ Chosen choose_config(const tuner::Task& task, const std::vector<std::string>& lo
     return default_config(task);
   }
   Chosen c;
-  tuner::ConfigEntity e = tuner::record_config(task, *rec);
-  c.index = e.index();
-  c.instance = task.instantiate(e);
+  c.instance = tuner::instantiate_record(task, *rec, &c.how);
+  c.index = rec->config.index;
   c.record = std::move(rec);
   return c;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "loom/records/record.h"
+#include "loom/tuner/build_best.h"
 #include "loom/tuner/task.h"
 
 namespace loom::cli {
@@ -98,11 +99,14 @@ int run_command(const Command& cmd, const std::vector<std::string>& argv);
 
 // ---- the workload options of tune, build, bench and show
 
-/// "unknown op 'matmu'; did you mean 'matmul'?" (the nearest template names or aliases), or a
-/// pointer to `loom ops` when none is near.
+/// "unknown op 'matmu'; did you mean 'matmul'?" (the nearest template or registry operator
+/// names or aliases), or a pointer to `loom ops` when none is near.
 std::string unknown_op_message(const std::string& op);
-/// --op, --shape, --dtype, --attr (and --target when `with_target`).
+/// --op, --shape, --input, --auto, --dtype, --attr (and --target when `with_target`).
 std::vector<Option> workload_options(bool with_target = true);
+/// What the workload options' help says about templates and the auto-scheduler (for the
+/// commands' descriptions).
+extern const char* const kWorkloadHelp;
 /// "1024,1024,1024" → {1024, 1024, 1024}; UsageError naming `option` when malformed.
 /// Makes every tuning log read by this process skip (and report, naming the line) records
 /// that name no config of their template's config space (tuner::install_record_check).
@@ -111,8 +115,13 @@ std::vector<int64_t> parse_int_list(const std::string& option, const std::string
 /// The workload the options name, checked by its template for `target_kind` (UsageError
 /// naming the option that is wrong).
 records::Workload workload_from(const Args& a, const std::string& target_kind = "llvm");
-/// The task of workload_from(a) on --target (default llvm).
+/// The task the options name on --target (default llvm): the op's template with --shape,
+/// or, for a registry operator without a template on the target (or with --auto), an
+/// auto-scheduled task of the operator on the --input types with the --attr attributes.
+/// UsageError naming the option that is wrong.
 tuner::Task task_from(const Args& a);
+/// The name of the task's function in built modules (tuner::function_name).
+using tuner::function_name;
 
 // ---- choosing a config
 
@@ -121,6 +130,8 @@ struct Chosen {
   tuner::Instance instance;
   int64_t index = -1;
   std::optional<records::Record> record;  // none: the template's default config
+  /// For a record: "config N", or that its recorded steps were replayed (and why).
+  std::string how;
 };
 /// The best record for `task` in `logs` (skipped lines and the fallback warning go to `warn`).
 Chosen choose_config(const tuner::Task& task, const std::vector<std::string>& logs, std::ostream* warn);

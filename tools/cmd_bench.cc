@@ -105,7 +105,7 @@ int run(const Args& a) {
   const std::string so = a.str("--so");
   if (a.has("--so")) require_file("--so", so);
   const bool json = a.has("--json");
-  const std::string op = task.workload().op;
+  const std::string op = function_name(task);
   std::ostream* warn = &std::cerr;
 
   // Arguments, shared by every contender: random inputs, one output array each.
@@ -306,9 +306,11 @@ Command bench_command() {
   Command c;
   c.name = "bench";
   c.synopsis = "time the default schedule, the best record, a built library and the peer library";
-  c.usage = "--op NAME --shape LIST [--log FILE] [--so LIB.so] [--config N] [--threads N] [--json] [--repeat R]";
+  c.usage = "--op NAME (--shape LIST | --input TYPE…) [--log FILE] [--so LIB.so] [--config N] [--threads N] [--json] "
+            "[--repeat R]";
   c.description =
-      "Times, on the same random inputs: the template's default config; with --config N, config N\n"
+      "Times, on the same random inputs: the default config (the template's, or for an\n"
+      "auto-scheduled operator the pattern schedule); with --config N, config N\n"
       "of the space (`loom show --config N` prints it); with --log, the best record (compiled\n"
       "now); with --so, a library written by `loom build` (loaded with\n"
       "runtime::Module::load); and the peer library of this build (OpenBLAS sgemm for matmul,\n"
@@ -319,8 +321,8 @@ Command bench_command() {
       "equal). Reports the median GFLOP/s of each and their ratios; --json prints one JSON\n"
       "object with keys workload, target, threads, repeat, flop, default, config, tuned, deployed, peer\n"
       "(null when absent) and speedup. CPU targets only: --target cuda fails (saying first if there\n"
-      "is no GPU or driver); bench/gpu_bench times loom's CUDA kernels.\n\n"
-      "example:\n"
+      "is no GPU or driver); bench/gpu_bench times loom's CUDA kernels.\n\n" + std::string(kWorkloadHelp) +
+      "\nexample:\n"
       "  loom bench --op matmul --shape 1024,1024,1024 --log matmul.jsonl --so libmatmul.so";
   c.options = workload_options();
   std::vector<Option> more = {

@@ -17,7 +17,7 @@ int run(const Args& a) {
   if (std::filesystem::is_directory(out)) a.usage_error("--output: '{}' is a directory; name the library to write", out);
   const std::vector<std::string> logs = a.all("--log");
   for (const std::string& f : logs) require_file("--log", f);
-  const std::string name = a.str("--name", task.workload().op);
+  const std::string name = a.str("--name", function_name(task));
   if (std::string why = codegen::export_name_problem(name); !why.empty()) a.usage_error("--name: {}", why);
 
   records::ApplyHistoryBest best;
@@ -44,11 +44,14 @@ int run(const Args& a) {
   }
   std::cout << ")\n";
   if (rec) {
+    std::string how;
+    tuner::instantiate_record(task, *rec, &how);
+    std::string knobs = how.find("steps") != std::string::npos ? how : tuner::record_config(task, *rec).str();
     std::cout << fmt::format("config {} from {}: {:.2f} GFLOP/s when tuned ({})\n", rec->config.index,
-                             fmt::join(logs, ", "), rec->gflops(),
-                             tuner::record_config(task, *rec).str());
+                             fmt::join(logs, ", "), rec->gflops(), knobs);
   } else {
-    std::cout << fmt::format("config {}: the template's default (untuned)\n", task.default_index());
+    std::cout << fmt::format("config {}: the {}'s default (untuned)\n", task.default_index(),
+                             task.is_auto() ? "auto-scheduler" : "template");
   }
   return 0;
 }
@@ -59,15 +62,16 @@ Command build_command() {
   Command c;
   c.name = "build";
   c.synopsis = "compile an operator with its best tuned config into a shared library";
-  c.usage = "--op NAME --shape LIST --log FILE -o LIB.so [--target T] [--name NAME] [--check-bounds] [--require-tuned]";
+  c.usage = "--op NAME (--shape LIST | --input TYPE…) --log FILE -o LIB.so [--target T] [--name NAME] [--check-bounds] "
+            "[--require-tuned]";
   c.description =
       "Picks the best config of the operator's workload and target in the log(s), by the median\n"
       "of its records (records of a compatible target stand in when none matches exactly),\n"
       "compiles it and exports a self-contained shared library plus its C header (LIB.h next to\n"
       "LIB.so). With no matching record it warns and builds the template's default config, or,\n"
       "with --require-tuned, fails (exit status 1) and writes nothing. Load the library with\n"
-      "dlopen or runtime::Module::load; `loom bench --so LIB.so` times it.\n\n"
-      "example:\n"
+      "dlopen or runtime::Module::load; `loom bench --so LIB.so` times it.\n\n" + std::string(kWorkloadHelp) +
+      "\nexample:\n"
       "  loom build --op matmul --shape 1024,1024,1024 --log matmul.jsonl -o libmatmul.so";
   c.options = workload_options();
   std::vector<Option> more = {

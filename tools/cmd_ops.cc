@@ -48,6 +48,9 @@ int run(const Args& a) {
     std::cout << fmt::format("{}{}  --shape {}  [{}]{}\n    {}\n", t->name, aliases, t->shape_doc,
                              fmt::join(t->targets, ", "), t->schedule_epilogue ? "  fuses epilogues" : "", t->doc);
   }
+  std::cout << fmt::format("and {} registry operators (loom ops --graph), auto-scheduled on the CPU where they have no "
+                           "template (or with --auto): --op NAME --input TYPE …\n",
+                           te::ops::op_names().size());
   return 0;
 }
 
@@ -64,7 +67,8 @@ Command ops_command() {
       "picks the GPU one). With --te, lists instead the te::ops examples that `loom lower --op`\n"
       "accepts, with their tensors' shapes; with --graph, the operator registry that graphs are\n"
       "built from: inputs ([optional]), fusion pattern, attributes (=default) and the targets\n"
-      "with a template.";
+      "with a template. Every registry operator tunes, builds, benches and shows: by its\n"
+      "template where it has one, else auto-scheduled (loom tune --help).";
   c.options = {{"--te", "", "list the te::ops examples (for loom lower) instead"},
                {"--graph", "", "list the graph operators of the registry instead"}};
   c.run = run;

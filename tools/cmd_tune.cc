@@ -85,10 +85,11 @@ int run(const Args& a) {
 Command tune_command() {
   Command c;
   c.name = "tune";
-  c.synopsis = "tune an operator: measure configs of its schedule template, log every trial";
-  c.usage = "--op NAME --shape LIST --log FILE [--trials N] [--tuner xgb|random|grid|ga] [options]";
+  c.synopsis = "tune an operator: measure configs of its template or auto-scheduled space, log every trial";
+  c.usage = "--op NAME (--shape LIST | --input TYPE…) --log FILE [--trials N] [--tuner xgb|random|grid|ga] [options]";
   c.description =
-      "Proposes configs of the operator's schedule template with the chosen tuner, builds and\n"
+      "Proposes configs of the operator's search space (its schedule template's, or the\n"
+      "auto-scheduler's, derived from the computation) with the chosen tuner, builds and\n"
       "times them in worker processes (checking each result against a reference) and appends\n"
       "every trial to the log as one JSON line. Progress goes to stderr (a live line on a\n"
       "terminal): trials done, best GFLOP/s, errors, elapsed time and ETA; a summary to stdout.\n"
@@ -109,8 +110,12 @@ Command tune_command() {
       "  (or in an sbatch script: `mpirun loom tune …`, which takes the hosts from the\n"
       "  allocation; or `srun --mpi=pmix loom tune …` where Slurm has PMIx)\n"
       "Without Slurm: mpirun -np 4 --host a,b,c,d loom tune …; as root add --allow-run-as-root.\n\n"
-      "example:\n"
-      "  loom tune --op matmul --shape 1024,1024,1024 --trials 200 --log matmul.jsonl";
+      + std::string(kWorkloadHelp) +
+      "Auto-scheduled records carry their schedule steps (log schema version 2).\n\n"
+      "examples:\n"
+      "  loom tune --op matmul --shape 1024,1024,1024 --trials 200 --log matmul.jsonl\n"
+      "  loom tune --op layer_norm --input 128,768 --input 768 --input 768 --trials 64 --log ln.jsonl\n"
+      "  loom tune --op matmul --auto --input 1024,1024 --input 1024,1024 --trials 200 --log matmul.jsonl";
   c.options = workload_options();
   std::vector<Option> more = {
       {"--log", "FILE", "the tuning log records are appended to (required)"},

@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "loom/runtime/suggest.h"
+#include "loom/tuner/auto/auto_space.h"
+#include "loom/tuner/auto/workload.h"
 #include "loom/tuner/measure.h"
 #include "templates/templates.h"
 
@@ -122,13 +125,22 @@ std::vector<const Template*> templates() {
 
 // ---------------------------------------------------------------- Task
 
+std::vector<te::Tensor> outputs_of(const std::vector<te::Tensor>& args) {
+  std::vector<te::Tensor> outs;
+  for (const te::Tensor& t : args)
+    if (t.op()->kind != te::OpKind::kPlaceholder) outs.push_back(t);
+  return outs;
+}
+
+std::vector<schedule::Step> SearchSpace::steps(const ConfigEntity& e) const {
+  return schedule::trace(instantiate(e).schedule);
+}
+
 struct Task::Node {
   records::Workload workload;
   Target target;
-  Template tmpl;
-  ConfigSpace space;
-  int64_t default_index = 0;
-  double flop = 0;
+  std::shared_ptr<const SearchSpace> space;
+  std::optional<Template> tmpl;  // for template tasks
 };
 
 Task Task::create(const std::string& op, std::vector<int64_t> shape, const Target& target, const std::string& dtype,
@@ -142,35 +154,85 @@ Task Task::create(const std::string& op, std::vector<int64_t> shape, const Targe
 }
 
 Task Task::create(const records::Workload& w, const Target& target) {
+  if (autosched::is_auto_workload(w)) {
+    auto graph = w.attrs.find("graph");
+    if (graph != w.attrs.end()) {
+      Task t = create_auto(autosched::OpGraph::from_json(graph->second), target);
+      LOOM_CHECK(t.key() == w.key(), "auto-scheduled workload {}: its op graph makes the workload {}", w.key(), t.key());
+      return t;
+    }
+    return create(w, target, make_auto_space(autosched::registered_computation(w), target));
+  }
   const Template& t = get_template(w.op, target.kind());
-  if (t.check) t.check(w);
   auto node = std::make_shared<Node>();
   node->workload = w;
   node->target = target;
+  node->space = make_template_space(t, w, target);
   node->tmpl = t;
-  node->flop = t.flop ? t.flop(w) : 0.0;
-  try {
-    ConfigContext cfg(&node->space);
-    t.schedule(cfg, t.compute(w), target);
-  } catch (const Error& e) {
-    fail("template '{}' failed to define its config space for {}: {}", t.name, w.key(), e.what());
-  }
-  node->default_index = t.default_config ? t.default_config(node->space) : 0;
-  LOOM_CHECK(node->default_index >= 0 && node->default_index < node->space.size(),
-             "template '{}': default config {} is outside its space of {}", t.name, node->default_index,
-             node->space.size());
   Task task;
   task.node_ = std::move(node);
   return task;
 }
 
+Task Task::create(records::Workload w, const Target& target, std::shared_ptr<const SearchSpace> space) {
+  LOOM_CHECK(space != nullptr, "Task::create: the search space of {} is null", w.key());
+  auto node = std::make_shared<Node>();
+  node->workload = std::move(w);
+  node->target = target;
+  node->space = std::move(space);
+  Task task;
+  task.node_ = std::move(node);
+  return task;
+}
+
+Task Task::create_auto(const std::string& name, const std::vector<te::Tensor>& args, const Target& target) {
+  return create_auto(name, args, target, AutoOptions{});
+}
+
+Task Task::create_auto(const std::string& name, const std::vector<te::Tensor>& args, const Target& target,
+                       const AutoOptions& opt) {
+  records::Workload w = autosched::workload_of(name, args);
+  autosched::register_computation(w, args);
+  return create(std::move(w), target, make_auto_space(args, target, opt));
+}
+
+Task Task::create_auto(const autosched::OpGraph& graph, const Target& target) {
+  return create_auto(graph, target, AutoOptions{});
+}
+
+Task Task::create_auto(const autosched::OpGraph& graph, const Target& target, const AutoOptions& opt) {
+  return create(autosched::workload_of(graph), target, make_auto_space(graph.build(), target, opt));
+}
+
 const records::Workload& Task::workload() const { return node_->workload; }
 const Target& Task::target() const { return node_->target; }
-const ConfigSpace& Task::space() const { return node_->space; }
-const Template& Task::tmpl() const { return node_->tmpl; }
-double Task::flop() const { return node_->flop; }
+const ConfigSpace& Task::space() const { return node_->space->space(); }
+const SearchSpace& Task::search_space() const { return *node_->space; }
+bool Task::is_auto() const { return std::string(node_->space->kind()) == "auto"; }
+const Template& Task::tmpl() const {
+  LOOM_CHECK(node_->tmpl.has_value(), "task {} is scheduled by a {} search space, not a template", key(),
+             node_->space->kind());
+  return *node_->tmpl;
+}
+double Task::flop() const { return node_->space->flop(); }
 std::string Task::key() const { return node_->workload.key(); }
-int64_t Task::default_index() const { return node_->default_index; }
+std::vector<te::Tensor> Task::compute() const { return node_->space->compute(); }
+int64_t Task::default_index() const { return node_->space->default_index(); }
+int64_t Task::canonical(int64_t index) const { return node_->space->canonical(index); }
+
+std::vector<schedule::Step> Task::steps(int64_t index) const { return node_->space->steps(space().get(index)); }
+
+Instance Task::replay(const std::vector<schedule::Step>& steps) const {
+  Instance inst;
+  inst.args = compute();
+  try {
+    inst.schedule = schedule::create_schedule(outputs_of(inst.args));
+    schedule::apply_steps(inst.schedule, steps);
+  } catch (const Error& err) {
+    throw InstantiationError(fmt::format("{}: the recorded steps do not replay: {}", key(), err.what()));
+  }
+  return inst;
+}
 
 records::Record Task::record(int64_t index, const records::MeasureResult& result, const std::string& tuner) const {
   static const std::string cpu = host_cpu_name();
@@ -181,32 +243,35 @@ records::Record Task::record(int64_t index, const records::MeasureResult& result
   rec.target_cpu = result.host.empty() ? cpu : result.cpu;
   rec.host = result.host.empty() ? host : result.host;
   rec.target_features = node_->target.get("mattr");
-  rec.flop = node_->flop;
-  rec.config = node_->space.get(index).to_record();
+  rec.flop = flop();
+  rec.config = space().get(index).to_record();
   rec.result = result;
   rec.result.host.clear();
   rec.result.cpu.clear();
   rec.tuner = tuner;
   rec.loom_version = records::loom_version();
+  if (node_->space->records_steps()) {
+    try {
+      rec.steps = schedule::steps_to_json(steps(index));
+    } catch (const Error&) {
+      // A config that cannot be instantiated has no steps; its record says why it failed.
+    }
+  }
   return rec;
 }
 
-Instance Task::instantiate(int64_t index) const { return instantiate(node_->space.get(index)); }
+Instance Task::instantiate(int64_t index) const { return instantiate(space().get(index)); }
 
 Instance Task::instantiate(const ConfigEntity& e) const {
-  LOOM_CHECK(e.space() == &node_->space, "task {}: config {} belongs to another config space", key(), e.index());
+  LOOM_CHECK(e.space() == &space(), "task {}: config {} belongs to another config space", key(), e.index());
   try {
-    Instance inst;
-    inst.args = node_->tmpl.compute(node_->workload);
-    ConfigContext cfg(e);
-    inst.schedule = node_->tmpl.schedule(cfg, inst.args, node_->target);
-    return inst;
+    return node_->space->instantiate(e);
   } catch (const Error& err) {
     throw InstantiationError(fmt::format("{}: config {} ({}) cannot be instantiated: {}", key(), e.index(), e.str(),
                                          err.what()));
   }
 }
 
-Instance Task::instantiate_default() const { return instantiate(node_->default_index); }
+Instance Task::instantiate_default() const { return instantiate(default_index()); }
 
 }  // namespace loom::tuner

@@ -149,7 +149,7 @@ TEST(RecordTest, JsonRoundTripOfAFullRecord) {
   EXPECT_EQ(b.to_json(), line);
 
   // The schema's names are what other tools read.
-  for (const char* field : {"\"v\":1", "\"workload\":{", "\"key\":\"conv2d(1,64,56,56,64,3,3;float16;pad=1,stride=2)\"",
+  for (const char* field : {"\"v\":2", "\"workload\":{", "\"key\":\"conv2d(1,64,56,56,64,3,3;float16;pad=1,stride=2)\"",
                             "\"error\":\"wrong_answer\"", "\"error_code\":4", "\"cpu\":", "\"features\":",
                             "\"labels\":", "\"all_cost\":", "\"timestamp\":", "\"tuner\":\"xgb\""})
     EXPECT_NE(line.find(field), std::string::npos) << field << " in " << line;
@@ -214,9 +214,14 @@ TEST(RecordTest, FromJsonErrorsNameTheField) {
   e = error_of(replace("\"key\":\"matmul(8,8,8;float32)\"", "\"key\":\"matmul(8,8,9;float32)\""));
   EXPECT_NE(e.find("'key'"), std::string::npos) << e;
 
-  e = error_of(replace("\"v\":1", "\"v\":2"));
-  EXPECT_NE(e.find("schema version 2, this loom reads 1"), std::string::npos) << e;
-  EXPECT_THROW(Record::from_json(replace("\"v\":1", "\"v\":2")), SchemaVersionError);
+  e = error_of(replace("\"v\":2", "\"v\":3"));
+  EXPECT_NE(e.find("schema version 3, this loom reads 1 to 2"), std::string::npos) << e;
+  EXPECT_THROW(Record::from_json(replace("\"v\":2", "\"v\":3")), SchemaVersionError);
+  EXPECT_THROW(Record::from_json(replace("\"v\":2", "\"v\":0")), SchemaVersionError);
+  // Version 1 (no steps) still reads.
+  EXPECT_EQ(Record::from_json(replace("\"v\":2", "\"v\":1")).version, 1);
+  e = error_of(replace("\"tuner\":", "\"steps\":{\"p\":1},\"tuner\":"));
+  EXPECT_NE(e.find("'steps' is a object, expected an array"), std::string::npos) << e;
   EXPECT_NE(error_of(good.substr(0, good.size() / 2)).find("truncated JSON"), std::string::npos);
   EXPECT_NE(error_of("[1,2]").find("expected an object"), std::string::npos);
   EXPECT_NE(error_of("not json").find("malformed JSON"), std::string::npos);
@@ -259,7 +264,7 @@ TEST_F(RecordsTest, ReaderSkipsBadLinesWithOneWarningEach) {
   std::string good1 = make_record("matmul", {8, 8, 8}, "llvm", 0, 1e-3).to_json();
   std::string good2 = make_record("matmul", {8, 8, 8}, "llvm", 1, 2e-3).to_json();
   std::string v2 = good1;
-  v2.replace(v2.find("\"v\":1"), 5, "\"v\":7");
+  v2.replace(v2.find("\"v\":2"), 5, "\"v\":7");
   std::string torn = make_record("matmul", {8, 8, 8}, "llvm", 2, 3e-3).to_json();
   torn = torn.substr(0, torn.size() * 2 / 3);
   {
@@ -277,7 +282,7 @@ TEST_F(RecordsTest, ReaderSkipsBadLinesWithOneWarningEach) {
   EXPECT_EQ(c.records[0].config.index, 0);
   EXPECT_EQ(c.records[1].config.index, 1);
   ASSERT_EQ(c.warnings.size(), 3u);
-  EXPECT_EQ(c.warnings[0], p + ":3: skipped: schema version 7 (this loom reads 1)");
+  EXPECT_EQ(c.warnings[0], p + ":3: skipped: schema version 7 (this loom reads 1 to 2)");
   EXPECT_EQ(c.warnings[1].rfind(p + ":4: skipped: malformed JSON", 0), 0u) << c.warnings[1];
   EXPECT_EQ(c.warnings[2].rfind(p + ":6: skipped: truncated JSON", 0), 0u) << c.warnings[2];
   EXPECT_EQ(warn.str(), c.warnings[0] + "\n" + c.warnings[1] + "\n" + c.warnings[2] + "\n");

@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "../../tuner/measure_worker.h"
+#include "../../tuner/measure/measure_worker.h"
 #include "common/test_util.h"
 #include "loom/records/record.h"
 #include "loom/tuner/measure.h"

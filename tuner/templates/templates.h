@@ -36,6 +36,11 @@ namespace loom::tuner {
 /// refers to that file, and would run in an unspecified order relative to the registry.
 std::vector<Template> builtin_templates();
 
+/// The search space of template `t` for workload `w` on `target` (template_space.cc): checks
+/// the workload and defines the template's knobs.
+std::shared_ptr<const SearchSpace> make_template_space(const Template& t, const records::Workload& w,
+                                                       const Target& target);
+
 Template matmul_template();
 Template batch_matmul_template();
 Template dense_template();

@@ -57,7 +57,8 @@ Stmt loop_partition(const Stmt& s);
 Stmt specialize_partial_tiles(const Stmt& s);
 /// Vectorized loops → Ramp/Broadcast vector IR; scalarized when not vectorizable.
 Stmt vectorize_loops(const Stmt& s);
-/// Unrolled loops (and loops under pragma unroll_explicit) → copies of the body.
+/// Unrolled loops (and loops under pragma unroll_explicit, and small loop nests inside a loop
+/// with pragma auto_unroll_max_step) → copies of the body.
 Stmt unroll_loops(const Stmt& s, int auto_max_extent = 0);
 /// Shares memory between temporaries whose lifetimes do not overlap.
 Stmt storage_rewrite(const Stmt& s);

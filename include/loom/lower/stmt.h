@@ -66,6 +66,9 @@ inline constexpr const char* kPragmaPrefix = "pragma_";          // pragma_unrol
 /// On a parallel loop: one task per pool thread rather than the pool's 8 (codegen passes
 /// LOOM_PARALLEL_TASK_PER_THREAD): for loops whose whole work is a few microseconds.
 inline constexpr const char* kParallelTaskPerThread = "parallel_task_per_thread";
+/// On a loop (Stage::pragma): loops inside it whose unrolled body would hold at most this many
+/// stores are unrolled (lower/unroll_loops.cc; TVM's auto_unroll_max_step).
+inline constexpr const char* kAutoUnrollMaxStep = "auto_unroll_max_step";
 inline constexpr const char* kDoubleBuffer = "double_buffer_scope";
 inline constexpr const char* kComputeScope = "compute_scope";    // body of one stage
 /// Around the loop of an axis a stage tensorizes (node: that IterVar): value 0 on the loops

@@ -11,8 +11,11 @@
 
 namespace loom::records {
 
-/// Schema version written into every record; readers report other versions.
-inline constexpr int kSchemaVersion = 1;
+/// Schema version written into every record. Version 2 added "steps" (the schedule steps of
+/// auto-scheduled configs); readers accept versions kOldestSchemaVersion to kSchemaVersion and
+/// report others.
+inline constexpr int kSchemaVersion = 2;
+inline constexpr int kOldestSchemaVersion = 1;
 
 /// Why a trial produced no valid time.
 enum class ErrorCode : int {
@@ -97,14 +100,19 @@ struct Record {
   MeasureResult result;
   std::string tuner;         // "xgb", "random", "grid", "ga"; kConfirmTuner
   std::string loom_version;
+  /// The config's schedule steps as a JSON array (schedule::steps_to_json; the records layer
+  /// keeps it as text), or empty: auto-scheduled records carry them, so a record still
+  /// replays when the rules that made its config space have changed.
+  std::string steps;
 
   bool valid() const { return result.error == ErrorCode::kNoError && !result.costs.empty(); }
   double gflops() const;  // 0 when not valid
   /// One JSON object without a newline.
   std::string to_json() const;
   /// Parses one line; throws loom::Error naming what is missing or malformed (every field of
-  /// the schema is required but "host", added later and read as "" when absent; unknown
-  /// fields are ignored), or SchemaVersionError when "v" is not kSchemaVersion.
+  /// the schema is required but "host", added later and read as "" when absent, and "steps",
+  /// an array when present; unknown fields are ignored), or SchemaVersionError when "v" is not
+  /// between kOldestSchemaVersion and kSchemaVersion.
   static Record from_json(const std::string& line);
 };
 

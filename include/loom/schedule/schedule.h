@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "loom/schedule/step.h"
 #include "loom/te/tensor.h"
 #include "loom/te/tensor_intrin.h"
 
@@ -53,6 +54,7 @@ struct IterVarAttr {
 };
 
 struct StageNode;
+struct ScheduleNode;
 
 /// One operation's schedule. A handle: copies refer to the same stage.
 class Stage {
@@ -126,12 +128,12 @@ struct StageNode {
   /// Parameters of an extern operation's body set by extern_param (the rest keep the
   /// operation's defaults).
   std::map<std::string, int64_t> extern_params;
+  /// The schedule the stage belongs to, whose trace records its primitives (expired: none).
+  std::weak_ptr<ScheduleNode> schedule;
   std::string name() const;
   /// Root spatial axes followed by root reduce axes.
   std::vector<IterVar> root_iter_vars() const;
 };
-
-struct ScheduleNode;
 
 /// The schedule of a whole tensor program: one Stage per operation reachable from outputs.
 class Schedule {
@@ -171,6 +173,10 @@ struct ScheduleNode {
   std::unordered_map<const te::OperationNode*, Stage> stage_map;
   /// Operations stages no longer have, kept alive so that their stage_map keys stay unique.
   std::vector<Operation> retired_ops;
+  /// Every primitive applied so far, as replayable steps (trace.h).
+  std::vector<Step> trace;
+  /// The thread axes the trace's bind steps name, in order of first use (a step's "thread_id").
+  std::vector<IterVar> trace_threads;
   Stage stage_of(const Operation& op) const;
   /// Re-sorts stages topologically after a primitive added operations.
   void sort_stages();

@@ -8,15 +8,15 @@
 #include "loom/records/record.h"
 #include "loom/runtime/module.h"
 #include "loom/runtime/target.h"
+#include "loom/tuner/search_space.h"
 #include "loom/tuner/space.h"
 
 namespace loom::tuner {
 
-/// A schedule with the tensors it computes, in call order (inputs, then outputs).
-struct Instance {
-  schedule::Schedule schedule;
-  std::vector<te::Tensor> args;
-};
+namespace autosched {
+struct OpGraph;
+}
+struct AutoOptions;
 
 /// A schedule template: it builds the computation for a workload and schedules it under a
 /// config context (defining the knobs or applying a config's values).
@@ -69,22 +69,46 @@ std::vector<std::string> template_names();
 /// Every registered template once (per target it was registered for), sorted by name.
 std::vector<const Template*> templates();
 
-/// A tuning task: a template, a workload and a target, with its config space.
+/// A tuning task: a workload and a target with the search space that schedules it: a
+/// template's (Task::create of a template workload) or the auto-scheduler's (create_auto, or
+/// Task::create of an "auto:" workload).
 class Task {
  public:
   /// E.g. Task::create("matmul", {1024, 1024, 1024}, Target("llvm")). Checks the workload
   /// with the template (loom::Error naming what is expected) and defines the config space.
   static Task create(const std::string& op, std::vector<int64_t> shape, const Target& target,
                      const std::string& dtype = "float32", std::map<std::string, std::string> attrs = {});
+  /// The task of a workload as records name it: a template's, or an auto-scheduled one
+  /// ("auto:…" ops, tuner/auto/workload.h), re-created from its op graph or, for a hashed te
+  /// computation, from the computation this process registered (else loom::Error says so).
   static Task create(const records::Workload& w, const Target& target);
+  /// An auto-scheduled task of any te computation: `args` are its inputs then its outputs, in
+  /// call order; `name` names it in records. Its workload key is the name and a hash of the
+  /// computation's structure, so a rebuild of the same computation (here or in another
+  /// process that builds it again) finds its records.
+  static Task create_auto(const std::string& name, const std::vector<te::Tensor>& args, const Target& target);
+  static Task create_auto(const std::string& name, const std::vector<te::Tensor>& args, const Target& target,
+                          const AutoOptions& opt);
+  /// An auto-scheduled task of registry operators (one operator instance or a fused group),
+  /// re-creatable from its record alone.
+  static Task create_auto(const autosched::OpGraph& graph, const Target& target);
+  static Task create_auto(const autosched::OpGraph& graph, const Target& target, const AutoOptions& opt);
+  /// A task over a search space of one's own (the workload names it in records).
+  static Task create(records::Workload w, const Target& target, std::shared_ptr<const SearchSpace> space);
 
   const records::Workload& workload() const;
   const Target& target() const;
   const ConfigSpace& space() const;
+  const SearchSpace& search_space() const;
+  /// Whether the auto-scheduler made the space (not a template).
+  bool is_auto() const;
+  /// The template (loom::Error for an auto-scheduled task).
   const Template& tmpl() const;
   double flop() const;
   /// Workload key (records::Workload::key()).
   std::string key() const;
+  /// The computation, unscheduled, in call order (SearchSpace::compute).
+  std::vector<te::Tensor> compute() const;
 
   /// The schedule of config `index` (loom::Error if out of range); throws InstantiationError,
   /// naming the config, if the template or a schedule primitive rejects it.
@@ -93,10 +117,18 @@ class Task {
   /// The template's default config (index 0 unless the template says otherwise).
   Instance instantiate_default() const;
   int64_t default_index() const;
+  /// The config standing for every config that schedules as `index` does (SearchSpace::canonical).
+  int64_t canonical(int64_t index) const;
+  /// The replayable steps of config `index` (SearchSpace::steps).
+  std::vector<schedule::Step> steps(int64_t index) const;
+  /// `steps` (e.g. a record's) applied to a fresh schedule of the computation; throws
+  /// InstantiationError naming the step that does not apply.
+  Instance replay(const std::vector<schedule::Step>& steps) const;
 
   /// The log record of config `index` measured as `result` by `tuner`: with the host name and
   /// CPU name of the machine that measured it (result.host and result.cpu, or this machine's
-  /// when result.host is empty), the target's features and this loom's version.
+  /// when result.host is empty), the target's features and this loom's version, and the
+  /// config's steps when the search space records them (auto-scheduled tasks).
   records::Record record(int64_t index, const records::MeasureResult& result, const std::string& tuner) const;
 
  private:

@@ -37,8 +37,9 @@ struct TuneOptions {
   /// Reads log_file first: configs already there for this task are never measured again,
   /// and the tuner learns from them before its first batch.
   bool resume = false;
-  /// Measure the template's default config first (unless already measured), so that the
-  /// result is never worse than the untuned default.
+  /// Measure the search space's first configs first (unless already measured): the default,
+  /// so that the result is never worse than the untuned default, and for an auto-scheduled
+  /// task also its rules' preferred config (SearchSpace::first_configs).
   bool include_default = true;
   /// After the search, re-measure the `confirm_top` fastest configs of the task (ranked by the
   /// median of their records, resumed ones included: records::median_cost) until each has
@@ -112,12 +113,13 @@ class Tuner {
   /// Called at the start of tune(), before resumed records arrive through update().
   virtual void reset(const TuneOptions& opt);
   /// Up to n configs never measured (is_measured false), distinct; empty when the space
-  /// is exhausted.
+  /// is exhausted. The loop measures each proposal's canonical config (Task::canonical).
   virtual std::vector<int64_t> next_batch(int n) = 0;
   /// Results of measured configs, also those loaded on resume.
   virtual void update(const std::vector<int64_t>& indices, const std::vector<records::MeasureResult>& results);
 
-  bool is_measured(int64_t index) const { return measured_.count(index) != 0; }
+  /// Whether `index`, or a config that schedules as it does (Task::canonical), was measured.
+  bool is_measured(int64_t index) const { return measured_.count(task_.canonical(index)) != 0; }
   /// Every measured index with its mean cost (+inf for errors), in measuring order.
   const std::vector<std::pair<int64_t, double>>& history() const { return history_; }
   int64_t space_size() const { return task_.space().size(); }

@@ -136,7 +136,7 @@ void Tuner::begin(const TuneOptions& opt) {
       if (r.workload.key() != task_.key() || r.target != s.target) continue;
       int64_t index;
       try {
-        index = task_.space().from_record(r.config).index();
+        index = task_.canonical(task_.space().from_record(r.config).index());
       } catch (const std::exception&) {
         continue;
       }
@@ -209,13 +209,16 @@ int Tuner::step(int n_trial) {
     }
     int n = std::min(s.batch_size, n_trial - measured);
     std::vector<int64_t> proposed, batch;
-    if (opt.include_default && !is_measured(task_.default_index())) proposed.push_back(task_.default_index());
+    if (opt.include_default)
+      for (int64_t first : task_.search_space().first_configs())
+        if (!is_measured(first)) proposed.push_back(first);
     std::vector<int64_t> more = next_batch(n - int(proposed.size()));
     proposed.insert(proposed.end(), more.begin(), more.end());
     std::unordered_set<int64_t> seen;
     for (int64_t i : proposed) {
-      if (int(batch.size()) < n && i >= 0 && i < space_size() && !is_measured(i) && seen.insert(i).second)
-        batch.push_back(i);
+      if (i < 0 || i >= space_size()) continue;
+      i = task_.canonical(i);
+      if (int(batch.size()) < n && !is_measured(i) && seen.insert(i).second) batch.push_back(i);
     }
     if (batch.empty()) {  // the space is exhausted
       s.done = true;

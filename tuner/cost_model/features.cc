@@ -397,8 +397,10 @@ std::vector<float> knob_features(const ConfigEntity& e) {
   return out;
 }
 
-std::vector<float> extract_features(const Task& task, const ConfigEntity& e, FeatureSet set) {
+std::vector<float> extract_features(const Task& task, const ConfigEntity& config, FeatureSet set) {
   set = resolve_feature_set(set, task.space().size());
+  // Configs that schedule alike have the same features (the auto space's unread knobs).
+  const ConfigEntity e = task.space().get(task.canonical(config.index()));
   if (set == FeatureSet::kKnob) return knob_features(e);
   Instance inst = task.instantiate(e);
   lowering::LowerOptions opts;

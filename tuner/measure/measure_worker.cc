@@ -53,13 +53,6 @@ nlohmann::json reply(ErrorCode code, const std::string& msg) {
   return {{"error", int(code)}, {"msg", m}, {"costs", nlohmann::json::array()}};
 }
 
-/// The outputs of `args` (non-placeholders), in argument order.
-std::vector<te::Tensor> outputs_of(const std::vector<te::Tensor>& args) {
-  std::vector<te::Tensor> outs;
-  for (const te::Tensor& t : args)
-    if (!is_input(t)) outs.push_back(t);
-  return outs;
-}
 
 }  // namespace
 
@@ -95,7 +88,7 @@ class Worker {
   /// The reference outputs of a CUDA task, computed on the host: te::evaluate for tasks of
   /// at most evaluate_flop_limit, else reference_cpu_schedule compiled for the host.
   std::vector<runtime::NDArray> host_reference() {
-    std::vector<te::Tensor> args = task_.tmpl().compute(task_.workload());
+    std::vector<te::Tensor> args = task_.compute();
     std::map<te::Tensor, runtime::NDArray> in;
     for (size_t i = 0; i < args.size(); ++i)
       if (is_input(args[i])) in[args[i]] = input(i, args[i]);
@@ -199,7 +192,7 @@ class Worker {
       // The template's computation, unscheduled: evaluated directly, or built with the
       // default config (or the reference schedule if the template rejects its own default),
       // so that one bad config does not fail every other config's check.
-      Instance d{schedule::Schedule(), task_.tmpl().compute(task_.workload())};
+      Instance d{schedule::Schedule(), task_.compute()};
       if (task_.flop() <= opt_.evaluate_flop_limit) {
         std::map<te::Tensor, runtime::NDArray> in;
         std::vector<te::Tensor> outs;
@@ -237,7 +230,7 @@ class Worker {
       return;
     }
     const unsigned char* p = shared_->data();
-    for (const te::Tensor& t : outputs_of(task_.tmpl().compute(task_.workload()))) {
+    for (const te::Tensor& t : outputs_of(task_.compute())) {
       auto a = runtime::NDArray::empty(const_shape(t), t.dtype());
       std::memcpy(a.raw_data(), p, a.nbytes());
       p += a.nbytes();
@@ -409,7 +402,7 @@ bool send_all(int fd, const std::string& data) {
 
 size_t reference_bytes(const Task& task) {
   size_t n = 0;
-  for (const te::Tensor& t : outputs_of(task.tmpl().compute(task.workload()))) {
+  for (const te::Tensor& t : outputs_of(task.compute())) {
     size_t numel = 1;
     for (int64_t d : const_shape(t)) numel *= size_t(d);
     n += numel * size_t((t.dtype().bits() * t.dtype().lanes() + 7) / 8);
