@@ -17,25 +17,46 @@ def template_names() -> List[str]:
     return _loom.template_names()
 
 
-def tune(task: Union[Task, str], shape: Optional[Sequence[int]] = None, *, trials: int = 200,
-         log: Union[str, os.PathLike], tuner: str = "xgb", target: str = "llvm", dtype: str = "float32",
-         attrs: Optional[dict] = None, resume: bool = False, early_stopping: int = -1, batch: int = 0,
-         jobs: int = 0, timeout: float = 10.0, repeat: int = 3, min_repeat_ms: float = 100.0,
-         check: bool = True, confirm: int = 5, seed: int = 0, quiet: bool = False) -> TuneResult:
-    """Tunes a task (or an operator by name with `shape`), appending every trial to `log`.
+def tune(task: Union[Task, str, Sequence[_loom.Tensor]], shape: Optional[Sequence[int]] = None, *,
+         trials: int = 200, log: Union[str, os.PathLike], inputs: Optional[Sequence] = None, name: str = "",
+         tuner: str = "xgb", target: str = "llvm", dtype: str = "float32", attrs: Optional[dict] = None,
+         resume: bool = False, early_stopping: int = -1, batch: int = 0, jobs: int = 0, timeout: float = 10.0,
+         repeat: int = 3, min_repeat_ms: float = 100.0, check: bool = True, confirm: int = 5, seed: int = 0,
+         quiet: bool = False) -> TuneResult:
+    """Tunes a task, appending every trial to `log`. The task is one of:
+
+    - a loom.Task;
+    - a template's name with `shape` (loom.template_names()), e.g. tune("matmul", [1024] * 3, ...);
+    - a registry operator's name with `inputs` (shapes or types such as "float32[128,768]", one per
+      input; `attrs` its attributes): auto-scheduled, as `loom tune --op NAME --input ...`, also for
+      an operator that has a template, to compare the two;
+    - the tensors of any te computation, inputs then outputs (`name` names it in the log):
+      auto-scheduled from the computation itself, no template needed.
 
     As `loom tune`: progress on stderr (trials, best GFLOP/s, errors, ETA), the tuner
     ("xgb", "random", "grid", "ga"), resume, early stopping and the confirm step. The GIL is
     released while measuring; Ctrl-C stops the job after the batch being measured, every
     trial so far in the log, and raises KeyboardInterrupt.
     """
-    if not isinstance(task, (Task, str)):
-        raise _loom.Error(f"tune: expected a loom.Task or an operator name (loom.template_names()), "
+    if isinstance(task, (list, tuple)):
+        if not task or not all(isinstance(t, _loom.Tensor) for t in task):
+            raise _loom.Error("tune: a list names a te computation's tensors (inputs, then outputs), "
+                              "each a loom.te.Tensor")
+        task = Task.from_tensors(list(task), name or "te_compute", target)
+    elif isinstance(task, str):
+        if inputs is not None and shape is not None:
+            raise _loom.Error(f"tune: '{task}': give shape= (a template's sizes) or inputs= (the operator's "
+                              f"input types, auto-scheduled), not both")
+        if inputs is not None:
+            task = Task.from_operator(task, list(inputs), dict(attrs or {}), target, dtype)
+        elif shape is None:
+            raise _loom.Error(f"tune: an operator name ('{task}') needs shape= (a template's sizes) or inputs= "
+                              f"(the input shapes of a registry operator, auto-scheduled)")
+        else:
+            task = Task(task, list(shape), target, dtype, {k: str(v) for k, v in (attrs or {}).items()})
+    elif not isinstance(task, Task):
+        raise _loom.Error(f"tune: expected a loom.Task, an operator name or a list of te tensors, "
                           f"not {type(task).__name__}")
-    if isinstance(task, str):
-        if shape is None:
-            raise _loom.Error(f"tune: an operator name ('{task}') needs shape=")
-        task = Task(task, list(shape), target, dtype, {k: str(v) for k, v in (attrs or {}).items()})
     return _loom.tune(task, trials, os.fspath(log), tuner, resume, early_stopping, batch, jobs, timeout, repeat,
                       min_repeat_ms, check, confirm, seed, quiet)
 

@@ -29,32 +29,6 @@ struct Value {
   TensorType type;
 };
 
-graph_opt::AttrValue to_attr(const std::string& key, nb::handle h) {
-  if (PyBool_Check(h.ptr())) return int64_t(h.ptr() == Py_True);
-  if (PyLong_Check(h.ptr())) return nb::cast<int64_t>(h);
-  if (PyFloat_Check(h.ptr())) return nb::cast<double>(h);
-  if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
-  if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
-    bool floats = false;
-    for (nb::handle x : h) {
-      if (PyFloat_Check(x.ptr())) floats = true;
-      else if (!PyLong_Check(x.ptr())) fail("attribute '{}': a list of ints or floats, not one holding a {}", key, py_type_name(x));
-    }
-    if (floats) return nb::cast<std::vector<double>>(h);
-    return nb::cast<std::vector<int64_t>>(h);
-  }
-  fail("attribute '{}': an int, float, str or list of numbers, not a {}", key, py_type_name(h));
-}
-
-graph_opt::Attrs to_attrs(nb::dict d) {
-  graph_opt::Attrs a;
-  for (auto [k, v] : d) {
-    std::string key = nb::cast<std::string>(k);
-    a[key] = to_attr(key, v);
-  }
-  return a;
-}
-
 /// A copy of a host array (constants are owned by the graph).
 runtime::NDArray to_ndarray(nb::handle h, const std::string& what) {
   nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> a;

@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "loom/te/op_registry.h"
 #include "loom/te/expr.h"
 #include "loom/te/tensor.h"
 #include "loom/te/tensor_intrinsics.h"
@@ -115,6 +116,36 @@ Expr to_expr(nb::handle h) {
 }
 
 std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::type_name(h.type())); }
+
+namespace {
+
+te::ops::AttrValue to_attr(const std::string& key, nb::handle h) {
+  if (PyBool_Check(h.ptr())) return int64_t(h.ptr() == Py_True);
+  if (PyLong_Check(h.ptr())) return nb::cast<int64_t>(h);
+  if (PyFloat_Check(h.ptr())) return nb::cast<double>(h);
+  if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
+  if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
+    bool floats = false;
+    for (nb::handle x : h) {
+      if (PyFloat_Check(x.ptr())) floats = true;
+      else if (!PyLong_Check(x.ptr())) fail("attribute '{}': a list of ints or floats, not one holding a {}", key, py_type_name(x));
+    }
+    if (floats) return nb::cast<std::vector<double>>(h);
+    return nb::cast<std::vector<int64_t>>(h);
+  }
+  fail("attribute '{}': an int, float, str or list of numbers, not a {}", key, py_type_name(h));
+}
+
+}  // namespace
+
+te::ops::Attrs to_attrs(nb::dict d) {
+  te::ops::Attrs a;
+  for (auto [k, v] : d) {
+    std::string key = nb::cast<std::string>(k);
+    a[key] = to_attr(key, v);
+  }
+  return a;
+}
 
 void bind_te(nb::module_& m) {
   auto expr = nb::class_<Expr>(m, "Expr", "An expression of loom's IR (te::Expr).")

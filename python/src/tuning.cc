@@ -14,6 +14,7 @@
 #include "convert.h"
 #include "loom/records/log_tools.h"
 #include "loom/records/record.h"
+#include "loom/tuner/auto/workload.h"
 #include "loom/tuner/build_best.h"
 #include "loom/tuner/measure.h"
 #include "loom/tuner/task.h"
@@ -123,6 +124,8 @@ void bind_tuning(nb::module_& m) {
       .def_prop_ro("error", [](const Record& r) { return std::string(records::to_string(r.result.error)); })
       .def_prop_ro("error_msg", [](const Record& r) { return r.result.error_msg; })
       .def_prop_ro("tuner", [](const Record& r) { return r.tuner; })
+      .def_prop_ro("steps", [](const Record& r) { return r.steps; },
+                   "The schedule steps of an auto-scheduled record as a JSON array ('' for a template's).")
       .def_prop_ro("valid", &Record::valid)
       .def_prop_ro("gflops", &Record::gflops)
       .def("to_json", &Record::to_json)
@@ -132,12 +135,40 @@ void bind_tuning(nb::module_& m) {
                            r.valid() ? fmt::format("{:.2f} GFLOP/s", r.gflops()) : records::to_string(r.result.error));
       });
 
-  nb::class_<Task>(m, "Task", "A tuning task: an operator template, its workload and a target.")
+  nb::class_<Task>(m, "Task",
+                   "A tuning task: a workload and a target with the space that schedules it, a template's "
+                   "(Task(op, shape)) or the auto-scheduler's (Task.from_tensors, Task.from_operator).")
       .def(nb::new_([](const std::string& op, std::vector<int64_t> shape, const std::string& target, const std::string& dtype,
                        std::map<std::string, std::string> attrs) {
              return Task::create(op, std::move(shape), Target(target), dtype, std::move(attrs));
            }), nb::arg("op"), nb::arg("shape"), nb::arg("target") = "llvm", nb::arg("dtype") = "float32",
            nb::arg("attrs") = std::map<std::string, std::string>{})
+      .def_static("from_tensors", [](const std::vector<te::Tensor>& args, const std::string& name, const std::string& target) {
+             if (args.empty()) fail("Task.from_tensors: args lists the computation's inputs then its outputs; it is empty");
+             return Task::create_auto(name, args, Target(target));
+           }, nb::arg("args"), nb::arg("name"), nb::arg("target") = "llvm",
+           "An auto-scheduled task of any te computation, no template needed: `args` are its inputs then "
+           "its outputs, in call order; `name` names it in records. A rebuild of the same computation (here "
+           "or in another process) finds its records.")
+      .def_static("from_operator", [](const std::string& op, nb::list inputs, nb::dict attrs, const std::string& target,
+                                      const std::string& dtype) {
+             const DataType t = DataType::parse(dtype);
+             std::vector<te::ops::TensorType> types;
+             for (nb::handle h : inputs) {
+               if (nb::isinstance<nb::str>(h)) types.push_back(tuner::autosched::parse_tensor_type(nb::cast<std::string>(h)));
+               else if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h))
+                 types.push_back({nb::cast<std::vector<int64_t>>(h), t, ""});
+               else
+                 fail("Task.from_operator('{}'): each input is a shape (a list of ints) or a type such as "
+                      "'float32[128,768]', not a {}", op, py_type_name(h));
+             }
+             return Task::create_auto(tuner::autosched::OpGraph::single(op, std::move(types), to_attrs(attrs)), Target(target));
+           }, nb::arg("op"), nb::arg("inputs"), nb::arg("attrs") = nb::dict(), nb::arg("target") = "llvm",
+           nb::arg("dtype") = "float32",
+           "An auto-scheduled task of a registry operator (loom ops lists them; the graph's names) on inputs "
+           "of these shapes or types, as `loom tune --op NAME --input ...`; works for operators with a "
+           "template too, to compare the two.")
+      .def_prop_ro("is_auto", &Task::is_auto, "Whether the auto-scheduler made the space (not a template).")
       .def_prop_ro("key", &Task::key)
       .def_prop_ro("op", [](const Task& t) { return t.workload().op; })
       .def_prop_ro("shape", [](const Task& t) { return t.workload().shape; })

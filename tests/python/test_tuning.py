@@ -82,7 +82,7 @@ def test_tuning_errors_are_loom_errors(tmp_path):
         loom.Task("no_such_op", [1])
     with pytest.raises(loom.Error):
         loom.Task("matmul", [32, 32])  # matmul takes M,N,K
-    with pytest.raises(loom.Error, match="expected a loom.Task or an operator name"):
+    with pytest.raises(loom.Error, match="expected a loom.Task, an operator name"):
         loom.tune(3, log=tmp_path / "x.jsonl")
     with pytest.raises(loom.Error, match="needs shape"):
         loom.tune("matmul", log=tmp_path / "x.jsonl")
@@ -95,6 +95,78 @@ def test_tuning_errors_are_loom_errors(tmp_path):
     with pytest.raises(loom.Error):
         loom.records.Record.from_json("{not json")
 
+
+
+def group_norm(n=2, c=8, hw=10, groups=4, eps=1e-5):
+    """A user's operator with no template: group normalization over [n, c, hw]."""
+    te = loom.te
+    x = te.placeholder((n, c, hw), name="x")
+    per = c // groups
+    r1, r2 = te.reduce_axis((0, per), "r1"), te.reduce_axis((0, hw), "r2")
+    inv = 1.0 / (per * hw)
+    mean = te.compute((n, groups), lambda b, g: te.sum(x[b, g * per + r1, r2] * inv, axis=[r1, r2]), name="mean")
+    s1, s2 = te.reduce_axis((0, per), "s1"), te.reduce_axis((0, hw), "s2")
+    var = te.compute((n, groups), lambda b, g: te.sum((x[b, g * per + s1, s2] - mean[b, g]) *
+                                                      (x[b, g * per + s1, s2] - mean[b, g]) * inv, axis=[s1, s2]),
+                     name="var")
+    y = te.compute((n, c, hw), lambda b, ch, i: (x[b, ch, i] - mean[b, ch // per]) /
+                   te.sqrt(var[b, ch // per] + eps), name="y")
+    return [x, y]
+
+
+def group_norm_ref(a, groups=4, eps=1e-5):
+    g = a.reshape(a.shape[0], groups, -1)
+    return ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps)).reshape(a.shape)
+
+
+def test_auto_schedule_any_te_computation(tmp_path):
+    args = group_norm()
+    task = loom.Task.from_tensors(args, "my_group_norm")
+    assert task.is_auto and task.op == "auto:my_group_norm" and task.space_size > 1
+    log = tmp_path / "gn.jsonl"
+    result = loom.tune(task, trials=4, log=log, **FAST)
+    assert result.trials == 4 and result.best is not None
+    recs = loom.records.read_log(log)
+    assert all(r.steps.startswith("[") for r in recs if r.valid)  # auto records carry their steps
+    # The same computation rebuilt (fresh tensors) finds the record, through a list of tensors too.
+    again = loom.tune(group_norm(), name="my_group_norm", trials=1, log=log, resume=True, **FAST)
+    assert again.resumed == 4
+    rebuilt = loom.Task.from_tensors(group_norm(), "my_group_norm")
+    assert rebuilt.key == task.key
+    with loom.apply_history_best(log) as best:
+        assert best.query(rebuilt) is not None
+        m = loom.build_best(rebuilt)
+    a = np.random.rand(2, 8, 10).astype("float32")
+    out = np.empty_like(a)
+    m(a, out)
+    np.testing.assert_allclose(out, group_norm_ref(a), rtol=1e-4, atol=1e-4)
+    s, targs = rebuilt.instantiate(result.best.config_index)
+    assert "for" in str(loom.lower(s, targs))
+
+
+def test_auto_schedule_a_registry_operator(tmp_path):
+    task = loom.Task.from_operator("layer_norm", [[16, 64], [64], [64]])
+    assert task.is_auto and task.op.startswith("auto:layer_norm")
+    log = tmp_path / "ln.jsonl"
+    r = loom.tune("layer_norm", inputs=[[16, 64], [64], [64]], trials=3, log=log, **FAST)
+    assert r.trials == 3 and r.errors == 0
+    typed = loom.Task.from_operator("matmul", ["float32[8,16]", "float32[16,4]"])  # has a template too
+    assert typed.is_auto and not loom.Task("matmul", [8, 4, 16]).is_auto
+
+
+def test_auto_task_errors_are_loom_errors(tmp_path):
+    with pytest.raises(loom.Error, match="empty"):
+        loom.Task.from_tensors([], "nothing")
+    with pytest.raises(loom.Error, match="no_such_op|unknown"):
+        loom.Task.from_operator("no_such_op", [[4]])
+    with pytest.raises(loom.Error, match="shape|type"):
+        loom.Task.from_operator("layer_norm", [3.5])
+    with pytest.raises(loom.Error):
+        loom.Task.from_operator("layer_norm", [[16, 64]])  # too few inputs
+    with pytest.raises(loom.Error, match="not both"):
+        loom.tune("layer_norm", [1], inputs=[[4]], log=tmp_path / "x.jsonl")
+    with pytest.raises(loom.Error, match="te computation"):
+        loom.tune([1, 2], log=tmp_path / "x.jsonl")
 
 CTRL_C = """
 import sys, loom
