@@ -452,6 +452,7 @@ void Stage::extern_param(const std::string& key, int64_t value) {
          known.empty() ? "none" : known);
   }
   s->extern_params[key] = value;
+  detail::StepRecorder(s, StepKind::kExternParam).str("key", key).num("value", value).commit();
 }
 
 }  // namespace loom::schedule

@@ -17,10 +17,10 @@ constexpr const char* kKindNames[] = {
     "split",        "split_nparts", "fuse",           "reorder",      "unroll",       "vectorize",
     "parallel",     "bind",         "pragma",         "tensorize",    "compute_at",   "compute_inline",
     "compute_root", "storage_align", "set_scope",     "double_buffer", "cache_read",  "cache_write",
-    "rfactor",
+    "rfactor",      "extern_param",
 };
 constexpr int kNumKinds = sizeof(kKindNames) / sizeof(kKindNames[0]);
-static_assert(kNumKinds == int(StepKind::kRfactor) + 1);
+static_assert(kNumKinds == int(StepKind::kExternParam) + 1);
 
 /// What each kind needs: how many axes (-1: one or more), whether it names a parent stage or
 /// readers, and its integer and string arguments (optional ones end in '?').
@@ -51,6 +51,7 @@ const KindSchema& schema_of(StepKind k) {
       {0, false, true, {"output"}, {"scope"}},             // cache_read
       {0, false, false, {"output"}, {"scope"}},            // cache_write
       {1, false, false, {"output", "factor_axis"}, {}},    // rfactor
+      {0, false, false, {"value"}, {"key"}},               // extern_param
   };
   return schemas[size_t(k)];
 }
@@ -263,6 +264,7 @@ class Replayer {
       }
       case StepKind::kCacheWrite: s_.cache_write(output(stage, st), text(st, "scope")); return;
       case StepKind::kRfactor: s_.rfactor(output(stage, st), axis(0), int(num(st, "factor_axis"))); return;
+      case StepKind::kExternParam: stage.extern_param(text(st, "key"), num(st, "value")); return;
     }
     LOOM_ICHECK(false);
   }

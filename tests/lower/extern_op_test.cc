@@ -6,6 +6,7 @@
 #include "common/test_util.h"
 #include "loom/lower/ir_builder.h"
 #include "loom/lower/passes.h"
+#include "loom/schedule/trace.h"
 #include "loom/te/evaluate.h"
 #include "loom/te/ops.h"
 
@@ -74,6 +75,21 @@ TEST(ExternOp, CompiledBodyMatchesTheReference) {
     s[args[1]].extern_param("block", block);
     EXPECT_MATCHES_REFERENCE(s, args) << rows << "x" << n << " block " << block;
   }
+}
+
+TEST(ExternOp, ParameterIsAReplayableTraceStep) {
+  auto a1 = row_scan(7, 13);
+  Schedule s1 = create_schedule({a1[1]});
+  s1[a1[1]].extern_param("block", 3);
+  ASSERT_EQ(schedule::trace(s1).size(), 1u);
+  EXPECT_EQ(schedule::trace(s1)[0].kind, schedule::StepKind::kExternParam);
+  const std::string json = schedule::steps_to_json(schedule::trace(s1));
+  auto a2 = row_scan(7, 13);
+  Schedule s2 = create_schedule({a2[1]});
+  schedule::apply_steps(s2, schedule::steps_from_json(json));
+  EXPECT_EQ(s2[a2[1]]->extern_params.at("block"), 3);
+  EXPECT_EQ(lowering::to_string(lower(s2, a2, "f")), lowering::to_string(lower(s1, a1, "f")));
+  EXPECT_MATCHES_REFERENCE(s2, a2);
 }
 
 TEST(ExternOp, BetweenComputedStages) {

@@ -12,7 +12,7 @@ namespace loom::schedule {
 enum class StepKind : uint8_t {
   kSplit, kSplitNparts, kFuse, kReorder, kUnroll, kVectorize, kParallel, kBind, kPragma, kTensorize,
   kComputeAt, kComputeInline, kComputeRoot, kStorageAlign, kSetScope, kDoubleBuffer,
-  kCacheRead, kCacheWrite, kRfactor,
+  kCacheRead, kCacheWrite, kRfactor, kExternParam,
 };
 /// "split", "split_nparts", "fuse", … (the primitive's name; the "p" field of the JSON form).
 const char* to_string(StepKind k);
@@ -50,6 +50,7 @@ struct StepRef {
 ///   cache_read     stage (of the tensor read), readers; ints "output"; strs "scope"
 ///   cache_write    stage; ints "output"; strs "scope"
 ///   rfactor        stage, axes[0]; ints "output", "factor_axis"
+///   extern_param   stage; strs "key"; ints "value"
 struct Step {
   StepKind kind = StepKind::kSplit;
   StepRef stage;
