@@ -140,6 +140,12 @@ class QnnImportTest(unittest.TestCase):
         x = self.rng.standard_normal([1, 2, 9, 9]).astype(np.float32)
         self.check(m, x, {"matmul": 1, "requantize": 1}, step)
 
+    def test_qdq_gemm_of_whole_blocks_is_an_int8_1x1_conv(self):
+        # K = 16·81 fits the int8 template's blocks; the 40 outputs are padded to 48 and cut back.
+        m, step = qdq_conv_model(16, 40, 0, None, 1, 120, self.rng, gemm=True)
+        x = self.rng.standard_normal([1, 16, 9, 9]).astype(np.float32)
+        self.check(m, x, {"conv2d_int8": 1, "matmul": 0, "requantize": 1, "strided_slice": 1}, step)
+
     def test_qlinear_conv_and_conv_integer(self):
         x = self.rng.integers(0, 256, [1, 32, 8, 8]).astype(np.uint8)
         self.check(qlinear_conv_model(32, 16, self.rng), x, {"conv2d_int8": 1, "requantize": 1}, 1)

@@ -220,6 +220,49 @@ std::optional<Value> integer_conv(Importer& im, Value y, Value y_scale, Value y_
                {{"dtype", out.str()}});
 }
 
+/// requantize(xq·(wq - 0) + bias) of integer_matmul on the int8 template when x is uint8 and w
+/// int8 with zero points 0 and K a multiple of the template's block: a 1×1 conv2d_int8 of the
+/// M rows as a batch ([M, K, 1, 1]) by the weight [N', K, 1, 1], its N columns padded with zeros
+/// to N' (a multiple of the block), requantized and cut back to [M, N]. `centered` holds w's
+/// columns as [K, N] or [N, K] (`tb`), `mult` [1, N] the multipliers, `bias` int32 [1, N] or none.
+std::optional<Value> u8s8_matmul(Importer& im, const Importer::Dequantized& x, const Importer::Dequantized& w,
+                                 const runtime::NDArray& wq, bool tb, std::optional<Value> bias,
+                                 const runtime::NDArray& mult, Value y_zp, DataType out) {
+  const int64_t b = te::ops::kInt8Block;
+  const std::vector<int64_t> xs = im.type(x.q).shape, wsh = wq.shape();
+  const int64_t M = xs[0], K = xs[1], N = tb ? wsh[0] : wsh[1], Np = (N + b - 1) / b * b;
+  if (im.type(x.q).dtype != DataType::UInt(8) || wq.dtype() != DataType::Int(8) || K % b != 0) return std::nullopt;
+  runtime::NDArray weight = runtime::NDArray::empty({Np, K, 1, 1}, DataType::Int(8));
+  runtime::NDArray m = runtime::NDArray::empty({1, Np, 1, 1}, DataType::Float(32));
+  for (int64_t n = 0; n < Np; ++n) {
+    for (int64_t k = 0; k < K; ++k)
+      weight.data<int8_t>()[n * K + k] = n < N ? wq.data<int8_t>()[tb ? n * K + k : k * N + n] : int8_t(0);
+    m.data<float>()[n] = n < N ? mult.data<float>()[n] : 0.0f;
+  }
+  std::optional<Value> padded_bias;
+  if (bias) {
+    const runtime::NDArray* bv = im.constant_of(*bias);
+    if (!bv) return std::nullopt;
+    runtime::NDArray pb = runtime::NDArray::empty({Np}, DataType::Int(32));
+    for (int64_t n = 0; n < Np; ++n) pb.data<int32_t>()[n] = n < N ? int32_t(bv->get(n)) : 0;
+    padded_bias = im.constant(pb, "bias");
+  }
+  Importer::Dequantized xd = x, wd = w;
+  xd.q = im.reshape(x.q, {M, K, 1, 1});
+  wd.q = im.constant(weight, "weight");
+  const te::ops::Attrs attrs{{"strides", std::vector<int64_t>{1, 1}}, {"padding", std::vector<int64_t>{0, 0}},
+                             {"dilation", std::vector<int64_t>{1, 1}}, {"groups", int64_t(1)},
+                             {"layout", std::string("NCHW")}};
+  std::optional<Value> acc = u8s8_conv(im, attrs, xd, wd, padded_bias);
+  if (!acc) return std::nullopt;
+  Value y = im.op("requantize", {*acc, im.constant(m, "multiplier"), im.reshape(y_zp, {1, 1, 1, 1})},
+                  {{"dtype", out.str()}});
+  if (Np != N)
+    y = im.op("strided_slice", {y}, {{"begin", std::vector<int64_t>{0, 0, 0, 0}}, {"end", std::vector<int64_t>{M, N, 1, 1}},
+                                     {"strides", std::vector<int64_t>{}}});
+  return im.reshape(y, {M, N});
+}
+
 /// quantize(matmul(dequantize(xq), dequantize(wq))[ + dequantize(bias_q)], y_scale, y_zp), the
 /// QDQ form of a Gemm or a 2-D MatMul by constant weights, as requantize(int32(matmul(xq - x_zp,
 /// wq - w_zp) in float32) + bias_q, x_scale·w_scale / y_scale): exact, as float_exact_conv's
@@ -275,7 +318,7 @@ std::optional<Value> integer_matmul(Importer& im, Value y, Value y_scale, Value 
     bias_scale[size_t(n)] = x_s * w_s;
     mult.data<float>()[n] = (x_s * w_s) / y_s;
   }
-  std::optional<Value> bias;
+  std::optional<Value> bias, bias_q;
   if (bias_value) {
     const Importer::Dequantized* b = im.dequantized(*bias_value);
     if (!b || im.type(b->q).dtype != DataType::Int(32) || product(im.type(b->q).shape) != N) return std::nullopt;
@@ -285,7 +328,9 @@ std::optional<Value> integer_matmul(Importer& im, Value y, Value y_scale, Value 
       if (bs->data<float>()[bs->numel() == 1 ? 0 : n] != bias_scale[size_t(n)] || bz->get(bz->numel() == 1 ? 0 : n) != 0)
         return std::nullopt;
     bias = im.reshape(b->q, {1, N});
+    bias_q = b->q;
   }
+  if (std::optional<Value> r = u8s8_matmul(im, *x, *w, *wq, tb, bias_q, mult, y_zp, out)) return *r;
   Value data = im.op("subtract", {cast_to(im, x->q, DataType::Float(32)), im.scalar(x_zp, DataType::Float(32), 2, "x_zero_point")});
   Value acc = cast_to(im, im.op("matmul", {data, im.constant(centered, "weight")}, mm.attrs), DataType::Int(32));
   if (bias) acc = im.op("add", {acc, *bias});
