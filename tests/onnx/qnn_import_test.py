@@ -136,15 +136,31 @@ class QnnImportTest(unittest.TestCase):
                 self.check(m, x, {"conv2d_int8": 0, "conv2d": 1, "requantize": 1}, step)
 
     def test_qdq_gemm_is_requantized(self):
-        m, step = qdq_conv_model(2, 40, 0, None, 1, 120, self.rng, gemm=True)
+        # 11 outputs are too far from a multiple of 16 for the int8 template: exact float32.
+        m, step = qdq_conv_model(2, 11, 0, None, 1, 120, self.rng, gemm=True)
         x = self.rng.standard_normal([1, 2, 9, 9]).astype(np.float32)
-        self.check(m, x, {"matmul": 1, "requantize": 1}, step)
+        self.check(m, x, {"matmul": 1, "requantize": 1, "conv2d_int8": 0}, step)
 
-    def test_qdq_gemm_of_whole_blocks_is_an_int8_1x1_conv(self):
+    def test_qdq_gemm_is_an_int8_1x1_conv(self):
         # K = 16·81 fits the int8 template's blocks; the 40 outputs are padded to 48 and cut back.
         m, step = qdq_conv_model(16, 40, 0, None, 1, 120, self.rng, gemm=True)
         x = self.rng.standard_normal([1, 16, 9, 9]).astype(np.float32)
-        self.check(m, x, {"conv2d_int8": 1, "matmul": 0, "requantize": 1, "strided_slice": 1}, step)
+        self.check(m, x, {"conv2d_int8": 1, "matmul": 0, "requantize": 1, "strided_slice": 1, "pad": 0}, step)
+        # K = 162 is padded to 176 with zero weights (the data with its zero point).
+        m, step = qdq_conv_model(2, 40, 0, None, 1, 120, self.rng, gemm=True)
+        x = self.rng.standard_normal([1, 2, 9, 9]).astype(np.float32)
+        self.check(m, x, {"conv2d_int8": 1, "matmul": 0, "pad": 1, "strided_slice": 1}, step)
+
+    def test_channels_near_a_block_are_padded_onto_the_int8_template(self):
+        # 24 channels (MobileNetV2's narrowest) become 32: zero weights, the data padded with its
+        # zero point (with the spatial padding when that is explicit), the outputs cut back.
+        for c, k, kernel, pads, x_zp, want_pads in ((24, 24, 1, [0, 0, 0, 0], 0, 1), (24, 40, 3, [1, 1, 1, 1], 131, 1),
+                                                    (32, 24, 3, [1, 1, 1, 1], 0, 0)):
+            with self.subTest(c=c, k=k, kernel=kernel, x_zp=x_zp):
+                m, step = qdq_conv_model(c, k, kernel, pads, 1, x_zp, self.rng)
+                x = self.rng.standard_normal([1, c, 9, 9]).astype(np.float32)
+                self.check(m, x, {"conv2d_int8": 1, "conv2d": 0, "pad": want_pads,
+                                  "strided_slice": 1 if k % 16 else 0}, step)
 
     def test_qlinear_conv_and_conv_integer(self):
         x = self.rng.integers(0, 256, [1, 32, 8, 8]).astype(np.uint8)
