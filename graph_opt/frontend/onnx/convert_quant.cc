@@ -126,13 +126,26 @@ std::optional<Value> u8s8_conv(Importer& im, const te::ops::Attrs& conv_attrs, c
   attrs.erase("layout");
   attrs.erase("groups");
   Value data = x.q;
+  if (C != in_channels) {
+    // x cut from a padded int8 kernel's output (requantize_and_cut): its C channels as they
+    // are, the cut ones multiplied by the zero weights whatever they hold.
+    const Node& cut = im.graph().nodes.at(size_t(data.node));
+    if (cut.is_op() && cut.op == "strided_slice" && im.type(cut.inputs[0]).shape.size() == 4 &&
+        im.type(cut.inputs[0]).shape[1] == C && te::ops::attr_ints(cut.attrs, "strides").empty() &&
+        te::ops::attr_ints(cut.attrs, "begin") == std::vector<int64_t>(4, 0)) {
+      std::vector<int64_t> padded = im.type(cut.inputs[0]).shape;
+      padded[1] = in_channels;
+      if (padded == im.type(data).shape) data = cut.inputs[0];
+    }
+  }
   const std::vector<int64_t> p = padding4(conv_attrs);
   const bool spatial = x_zp != 0 && (p[0] || p[1] || p[2] || p[3]);
-  if (spatial || C != in_channels) {
+  const int64_t missing = C - im.type(data).shape[1];
+  if (spatial || missing) {
     // Centered, the padding is 0; uncentered it is x_zp.
-    std::vector<int64_t> pads{0, 0, 0, 0, 0, C - in_channels, 0, 0};
+    std::vector<int64_t> pads{0, 0, 0, 0, 0, missing, 0, 0};
     if (spatial) {
-      pads = {0, 0, p[0], p[1], 0, C - in_channels, p[2], p[3]};
+      pads = {0, 0, p[0], p[1], 0, missing, p[2], p[3]};
       attrs["padding"] = std::vector<int64_t>{0, 0};
     }
     data = im.op("pad", {data}, {{"pads", pads}, {"pad_value", double(x_zp)}});
