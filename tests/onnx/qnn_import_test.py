@@ -55,6 +55,26 @@ def qdq_conv_model(c, k, kernel, pads, group, x_zp, rng, gemm=False):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), float(ys)
 
 
+def qdq_conv_chain_model(channels, rng):
+    """x float [1,channels[0],9,9] -> Q -> DQ -> (1x1 Conv(DQ(int8 w per channel)) -> Q -> DQ) for each
+    further entry of `channels`; activations uint8 with zero point 0 (as after a ReLU)."""
+    inits, nodes, prev = [init("s0", np.float32(0.02)), init("z", np.uint8(0))], [], "x"
+    nodes.append(helper.make_node("QuantizeLinear", ["x", "s0", "z"], ["q0"]))
+    nodes.append(helper.make_node("DequantizeLinear", ["q0", "s0", "z"], ["d0"]))
+    for i, (c, k) in enumerate(zip(channels, channels[1:]), start=1):
+        inits += [init(f"w{i}", rng.integers(-64, 64, [k, c, 1, 1]).astype(np.int8)),
+                  init(f"ws{i}", (rng.random(k) * 0.01 + 0.002).astype(np.float32)), init(f"wz{i}", np.zeros(k, np.int8)),
+                  init(f"s{i}", np.float32(0.05 * i))]
+        nodes += [helper.make_node("DequantizeLinear", [f"w{i}", f"ws{i}", f"wz{i}"], [f"wd{i}"], axis=0),
+                  helper.make_node("Conv", [f"d{i - 1}", f"wd{i}"], [f"y{i}"]),
+                  helper.make_node("QuantizeLinear", [f"y{i}", f"s{i}", "z"], [f"q{i}"]),
+                  helper.make_node("DequantizeLinear", [f"q{i}", f"s{i}", "z"], [f"d{i}"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels[0], 9, 9])],
+                          [helper.make_tensor_value_info(f"d{len(channels) - 1}", TensorProto.FLOAT, None)],
+                          initializer=inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), 0.05 * (len(channels) - 1)
+
+
 def qlinear_conv_model(c, k, rng, integer=False):
     """QLinearConv (or ConvInteger) of uint8 x [1,c,8,8] (zero point 7) by int8 w [k,c,3,3], pads 1."""
     wq = rng.integers(-100, 100, [k, c, 3, 3]).astype(np.int8)
@@ -136,9 +156,38 @@ class QnnImportTest(unittest.TestCase):
                 self.check(m, x, {"conv2d_int8": 0, "conv2d": 1, "requantize": 1}, step)
 
     def test_qdq_gemm_is_requantized(self):
+        # 11 outputs are too far from a multiple of 16 for the int8 template: exact float32.
+        m, step = qdq_conv_model(2, 11, 0, None, 1, 120, self.rng, gemm=True)
+        x = self.rng.standard_normal([1, 2, 9, 9]).astype(np.float32)
+        self.check(m, x, {"matmul": 1, "requantize": 1, "conv2d_int8": 0}, step)
+
+    def test_qdq_gemm_is_an_int8_1x1_conv(self):
+        # K = 16·81 fits the int8 template's blocks; the 40 outputs are padded to 48 and cut back.
+        m, step = qdq_conv_model(16, 40, 0, None, 1, 120, self.rng, gemm=True)
+        x = self.rng.standard_normal([1, 16, 9, 9]).astype(np.float32)
+        self.check(m, x, {"conv2d_int8": 1, "matmul": 0, "requantize": 1, "strided_slice": 1, "pad": 0}, step)
+        # K = 162 is padded to 176 with zero weights (the data with its zero point).
         m, step = qdq_conv_model(2, 40, 0, None, 1, 120, self.rng, gemm=True)
         x = self.rng.standard_normal([1, 2, 9, 9]).astype(np.float32)
-        self.check(m, x, {"matmul": 1, "requantize": 1}, step)
+        self.check(m, x, {"conv2d_int8": 1, "matmul": 0, "pad": 1, "strided_slice": 1}, step)
+
+    def test_channels_near_a_block_are_padded_onto_the_int8_template(self):
+        # 24 channels (MobileNetV2's narrowest) become 32: zero weights, the data padded with its
+        # zero point (with the spatial padding when that is explicit), the outputs cut back.
+        for c, k, kernel, pads, x_zp, want_pads in ((24, 24, 1, [0, 0, 0, 0], 0, 1), (24, 40, 3, [1, 1, 1, 1], 131, 1),
+                                                    (32, 24, 3, [1, 1, 1, 1], 0, 0)):
+            with self.subTest(c=c, k=k, kernel=kernel, x_zp=x_zp):
+                m, step = qdq_conv_model(c, k, kernel, pads, 1, x_zp, self.rng)
+                x = self.rng.standard_normal([1, c, 9, 9]).astype(np.float32)
+                self.check(m, x, {"conv2d_int8": 1, "conv2d": 0, "pad": want_pads,
+                                  "strided_slice": 1 if k % 16 else 0}, step)
+
+    def test_padded_channels_pass_between_int8_convs_without_a_pad(self):
+        # The second conv reads the first one's 32 padded channels directly: no pad, and the
+        # third (24 -> 16 from 24 -> 24) too; the last output is cut once for the graph output.
+        m, step = qdq_conv_chain_model([16, 24, 24, 16], self.rng)
+        x = np.abs(self.rng.standard_normal([1, 16, 9, 9])).astype(np.float32)
+        self.check(m, x, {"conv2d_int8": 3, "pad": 0}, step)
 
     def test_qlinear_conv_and_conv_integer(self):
         x = self.rng.integers(0, 256, [1, 32, 8, 8]).astype(np.uint8)

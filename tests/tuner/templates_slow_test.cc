@@ -47,6 +47,7 @@ const Case kCases[] = {
     {"conv2d_nchwc", {1, 3, 11, 10, 16, 3, 3}, {{"stride", "2"}, {"pad", "1"}, {"ic_block", "3"}}},
     {"conv2d_nchwc", {1, 16, 7, 7, 24, 1, 1}, {{"ic_block", "8"}, {"oc_block", "8"}}},
     {"conv2d_nchwc", {1, 3, 13, 12, 16, 3, 3}, {{"stride", "2"}, {"pad", "1"}, {"ic_block", "0"}}},
+    {"conv2d_nchwc", {1, 3, 27, 28, 32, 7, 7}, {{"stride", "2"}, {"pad", "3"}, {"ic_block", "0"}}},
     {"depthwise_conv2d_nchw", {1, 5, 11, 10, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
     {"depthwise_conv2d_nchw", {2, 3, 9, 9, 3, 3}, {{"stride", "2"}, {"pad", "1"}}},
     {"depthwise_conv2d_nchwc", {1, 32, 11, 10, 3, 3}, {{"stride", "1"}, {"pad", "1"}}},
@@ -87,6 +88,22 @@ TEST_P(TemplateCase, DefaultAndRandomConfigsMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Templates, TemplateCase, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return case_name(i.param); });
+
+// A first layer (NCHW data, ic_block 0) gets its own untuned config: the channels innermost
+// in the reduction, rows outside the channel blocks, 7 columns; a blocked one keeps 14.
+TEST(Templates, FirstLayerConvHasItsOwnDefault) {
+  Task first = Task::create("conv2d_nchwc", {1, 3, 224, 224, 64, 7, 7}, Target("llvm"), "float32",
+                            {{"stride", "2"}, {"pad", "3"}, {"ic_block", "0"}});
+  ConfigEntity d = first.space().get(first.default_index());
+  EXPECT_EQ(d.value("reduce_order"), (std::vector<int64_t>{1, 2, 0}));
+  EXPECT_EQ(d.value("tile_ow").back(), 7);
+  EXPECT_EQ(d.value("rows_outer"), (std::vector<int64_t>{1}));
+  Task blocked = Task::create("conv2d_nchwc", {1, 64, 56, 56, 64, 3, 3}, Target("llvm"), "float32",
+                              {{"stride", "1"}, {"pad", "1"}});
+  ConfigEntity b = blocked.space().get(blocked.default_index());
+  EXPECT_EQ(b.value("reduce_order"), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(b.value("tile_ow").back(), 14);
+}
 
 // The GEMM templates' six-row register tiles (for AVX2's 16 registers) leave a tail on most
 // extents: every such tile_y value, on shapes it divides and on shapes it does not.

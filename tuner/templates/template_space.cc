@@ -19,7 +19,9 @@ class TemplateSpace : public SearchSpace {
     } catch (const Error& e) {
       fail("template '{}' failed to define its config space for {}: {}", tmpl_.name, workload_.key(), e.what());
     }
-    default_index_ = tmpl_.default_config ? tmpl_.default_config(space_) : 0;
+    default_index_ = tmpl_.workload_default_config ? tmpl_.workload_default_config(space_, workload_)
+                     : tmpl_.default_config          ? tmpl_.default_config(space_)
+                                                     : 0;
     LOOM_CHECK(default_index_ >= 0 && default_index_ < space_.size(),
                "template '{}': default config {} is outside its space of {}", tmpl_.name, default_index_, space_.size());
   }

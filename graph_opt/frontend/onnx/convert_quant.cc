@@ -8,6 +8,7 @@
 // The accumulation is conv2d_int8 (uint8 × int8, the int8 template's kernel) where the types
 // and channel counts fit, else a float32 convolution where that is exact, else int32; a
 // QuantizeLinear of a Gemm/MatMul of dequantized operands likewise (exact float32).
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -83,27 +84,41 @@ std::vector<int64_t> padding4(const te::ops::Attrs& a) {
 /// the bias, bias - x_zp · sum(w) per output channel, and the padding, when x_zp is not 0,
 /// an explicit pad with x_zp: when x is uint8 with one constant zero point, w a constant int8
 /// array with zero points 0, the conv NCHW with groups 1 and channel counts that are
-/// multiples of the template's 16-channel block. Nullopt otherwise.
+/// multiples of the template's 16-channel block. Nullopt otherwise. With `pad_channels`,
+/// channel counts up to a third short of a multiple (24 of 32, 1000 of 1008) take the
+/// template too: the weight gets zero input and output channels, the data the missing input
+/// channels (with x_zp, multiplied by those zeros), and the accumulator then has the padded
+/// output channels (their sums 0: requantize_and_cut drops them).
 std::optional<Value> u8s8_conv(Importer& im, const te::ops::Attrs& conv_attrs, const Importer::Dequantized& x,
-                               const Importer::Dequantized& w, std::optional<Value> bias) {
+                               const Importer::Dequantized& w, std::optional<Value> bias, bool pad_channels = false) {
   const runtime::NDArray *xz = im.constant_of(x.zero_point), *wz = im.constant_of(w.zero_point),
                          *wq = im.constant_of(w.q);
   if (im.type(x.q).dtype != DataType::UInt(8) || im.type(w.q).dtype != DataType::Int(8) || !xz || !wz || !wq ||
       xz->numel() != 1 || te::ops::attr_str(conv_attrs, "layout") != "NCHW" ||
-      te::ops::attr_int(conv_attrs, "groups") != 1 || wq->shape().size() != 4 ||
-      wq->shape()[0] % te::ops::kInt8Block != 0 || wq->shape()[1] % te::ops::kInt8Block != 0)
+      te::ops::attr_int(conv_attrs, "groups") != 1 || wq->shape().size() != 4)
     return std::nullopt;
+  const int64_t block = te::ops::kInt8Block;
+  const int64_t channels = wq->shape()[0], in_channels = wq->shape()[1];
+  const int64_t K = (channels + block - 1) / block * block, C = (in_channels + block - 1) / block * block;
+  const bool whole = K == channels && C == in_channels;
+  if (!whole && (!pad_channels || 3 * K > 4 * channels || 3 * C > 4 * in_channels)) return std::nullopt;
   for (int64_t i = 0; i < wz->numel(); ++i)
     if (wz->get(i) != 0) return std::nullopt;
   const runtime::NDArray* b = bias ? im.constant_of(*bias) : nullptr;
   if (bias && !b) return std::nullopt;
   const int64_t x_zp = int64_t(xz->get(0));
-  const int64_t channels = wq->shape()[0], per = wq->numel() / channels;
-  runtime::NDArray folded = runtime::NDArray::empty({channels}, DataType::Int(32));
-  for (int64_t k = 0; k < channels; ++k) {
+  const int64_t taps = wq->shape()[2] * wq->shape()[3], per = in_channels * taps;
+  runtime::NDArray folded = runtime::NDArray::empty({K}, DataType::Int(32));
+  runtime::NDArray weight = runtime::NDArray::empty({K, C, wq->shape()[2], wq->shape()[3]}, DataType::Int(8));
+  std::fill_n(weight.data<int8_t>(), K * C * taps, int8_t(0));
+  for (int64_t k = 0; k < K; ++k) {
     int64_t sum = 0;
-    for (int64_t i = 0; i < per; ++i) sum += int64_t(wq->data<int8_t>()[k * per + i]);
-    const int64_t v = (b ? int64_t(b->get(b->numel() == 1 ? 0 : k)) : 0) - x_zp * sum;
+    for (int64_t i = 0; k < channels && i < per; ++i) {
+      const int8_t v = wq->data<int8_t>()[k * per + i];
+      sum += int64_t(v);
+      weight.data<int8_t>()[k * C * taps + i] = v;  // input channel i / taps of C, tap i % taps
+    }
+    const int64_t v = k >= channels ? 0 : (b ? int64_t(b->get(b->numel() == 1 ? 0 : k)) : 0) - x_zp * sum;
     if (v < INT32_MIN || v > INT32_MAX) return std::nullopt;
     folded.data<int32_t>()[k] = int32_t(v);
   }
@@ -111,16 +126,50 @@ std::optional<Value> u8s8_conv(Importer& im, const te::ops::Attrs& conv_attrs, c
   attrs.erase("layout");
   attrs.erase("groups");
   Value data = x.q;
-  const std::vector<int64_t> p = padding4(conv_attrs);
-  if (x_zp != 0 && (p[0] || p[1] || p[2] || p[3])) {
-    // Centered, the padding is 0; uncentered it is x_zp.
-    data = im.op("pad", {data}, {{"pads", std::vector<int64_t>{0, 0, p[0], p[1], 0, 0, p[2], p[3]}},
-                                 {"pad_value", double(x_zp)}});
-    attrs["padding"] = std::vector<int64_t>{0, 0};
+  if (C != in_channels) {
+    // x cut from a padded int8 kernel's output (requantize_and_cut): its C channels as they
+    // are, the cut ones multiplied by the zero weights whatever they hold.
+    const Node& cut = im.graph().nodes.at(size_t(data.node));
+    if (cut.is_op() && cut.op == "strided_slice" && im.type(cut.inputs[0]).shape.size() == 4 &&
+        im.type(cut.inputs[0]).shape[1] == C && te::ops::attr_ints(cut.attrs, "strides").empty() &&
+        te::ops::attr_ints(cut.attrs, "begin") == std::vector<int64_t>(4, 0)) {
+      std::vector<int64_t> padded = im.type(cut.inputs[0]).shape;
+      padded[1] = in_channels;
+      if (padded == im.type(data).shape) data = cut.inputs[0];
+    }
   }
-  std::vector<Value> inputs{data, w.q};
+  const std::vector<int64_t> p = padding4(conv_attrs);
+  const bool spatial = x_zp != 0 && (p[0] || p[1] || p[2] || p[3]);
+  const int64_t missing = C - im.type(data).shape[1];
+  if (spatial || missing) {
+    // Centered, the padding is 0; uncentered it is x_zp.
+    std::vector<int64_t> pads{0, 0, 0, 0, 0, missing, 0, 0};
+    if (spatial) {
+      pads = {0, 0, p[0], p[1], 0, missing, p[2], p[3]};
+      attrs["padding"] = std::vector<int64_t>{0, 0};
+    }
+    data = im.op("pad", {data}, {{"pads", pads}, {"pad_value", double(x_zp)}});
+  }
+  std::vector<Value> inputs{data, whole ? w.q : im.constant(weight, "weight")};
   if (bias || x_zp != 0) inputs.push_back(im.constant(folded, "bias"));
   return im.op("conv2d_int8", inputs, attrs);
+}
+
+/// requantize(acc, multipliers, y_zp) to `out` where `acc` may hold more output channels (dim 1)
+/// than the `mult.numel()` ones (u8s8_conv's padded ones): those get multiplier 0 and are cut
+/// off after the requantization, which so stays the int8 kernel's epilogue.
+Value requantize_and_cut(Importer& im, Value acc, const runtime::NDArray& mult, Value y_zp, DataType out) {
+  const std::vector<int64_t> shape = im.type(acc).shape;
+  const int64_t channels = mult.numel(), padded = shape.at(1);
+  runtime::NDArray m = runtime::NDArray::empty({1, padded, 1, 1}, DataType::Float(32));
+  for (int64_t c = 0; c < padded; ++c) m.data<float>()[c] = c < channels ? mult.data<float>()[c] : 0.0f;
+  Value y = im.op("requantize", {acc, im.constant(m, "multiplier"), im.reshape(y_zp, {1, 1, 1, 1})},
+                  {{"dtype", out.str()}});
+  if (padded == channels) return y;
+  std::vector<int64_t> end = shape;
+  end[1] = channels;
+  return im.op("strided_slice", {y}, {{"begin", std::vector<int64_t>(shape.size(), 0)}, {"end", end},
+                                      {"strides", std::vector<int64_t>{}}});
 }
 
 /// conv2d(x - x_zp, w - w_zp) + bias computed in float32 and cast to int32, exact because no
@@ -215,9 +264,35 @@ std::optional<Value> integer_conv(Importer& im, Value y, Value y_scale, Value y_
         return std::nullopt;
     bias = b->q;
   }
+  if (std::optional<Value> acc = u8s8_conv(im, conv.attrs, *x, *w, bias, true))
+    return requantize_and_cut(im, *acc, mult, y_zp, out);
   Value acc = integer_conv_acc(im, conv.attrs, *x, *w, bias);
   return im.op("requantize", {acc, im.constant(mult, "multiplier"), im.reshape(y_zp, {1, 1, 1, 1})},
                {{"dtype", out.str()}});
+}
+
+/// requantize(xq·(wq - 0) + bias) of integer_matmul on the int8 template when x is uint8 and w
+/// int8 with zero points 0: a 1×1 conv2d_int8 (u8s8_conv, its channels padded) of the M rows
+/// as a batch ([M, K, 1, 1]) by the weight [N, K, 1, 1], requantized and back to [M, N].
+/// `wq` holds w as [K, N] or, with `tb`, [N, K]; `mult` [1, N] the multipliers, `bias` int32 [N].
+std::optional<Value> u8s8_matmul(Importer& im, const Importer::Dequantized& x, const Importer::Dequantized& w,
+                                 const runtime::NDArray& wq, bool tb, std::optional<Value> bias,
+                                 const runtime::NDArray& mult, Value y_zp, DataType out) {
+  const std::vector<int64_t> xs = im.type(x.q).shape, wsh = wq.shape();
+  const int64_t M = xs[0], K = xs[1], N = tb ? wsh[0] : wsh[1];
+  if (wq.dtype() != DataType::Int(8)) return std::nullopt;
+  runtime::NDArray weight = runtime::NDArray::empty({N, K, 1, 1}, DataType::Int(8));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) weight.data<int8_t>()[n * K + k] = wq.data<int8_t>()[tb ? n * K + k : k * N + n];
+  Importer::Dequantized xd = x, wd = w;
+  xd.q = im.reshape(x.q, {M, K, 1, 1});
+  wd.q = im.constant(weight, "weight");
+  const te::ops::Attrs attrs{{"strides", std::vector<int64_t>{1, 1}}, {"padding", std::vector<int64_t>{0, 0}},
+                             {"dilation", std::vector<int64_t>{1, 1}}, {"groups", int64_t(1)},
+                             {"layout", std::string("NCHW")}};
+  std::optional<Value> acc = u8s8_conv(im, attrs, xd, wd, bias, true);
+  if (!acc) return std::nullopt;
+  return im.reshape(requantize_and_cut(im, *acc, mult, y_zp, out), {M, N});
 }
 
 /// quantize(matmul(dequantize(xq), dequantize(wq))[ + dequantize(bias_q)], y_scale, y_zp), the
@@ -275,7 +350,7 @@ std::optional<Value> integer_matmul(Importer& im, Value y, Value y_scale, Value 
     bias_scale[size_t(n)] = x_s * w_s;
     mult.data<float>()[n] = (x_s * w_s) / y_s;
   }
-  std::optional<Value> bias;
+  std::optional<Value> bias, bias_q;
   if (bias_value) {
     const Importer::Dequantized* b = im.dequantized(*bias_value);
     if (!b || im.type(b->q).dtype != DataType::Int(32) || product(im.type(b->q).shape) != N) return std::nullopt;
@@ -285,7 +360,9 @@ std::optional<Value> integer_matmul(Importer& im, Value y, Value y_scale, Value 
       if (bs->data<float>()[bs->numel() == 1 ? 0 : n] != bias_scale[size_t(n)] || bz->get(bz->numel() == 1 ? 0 : n) != 0)
         return std::nullopt;
     bias = im.reshape(b->q, {1, N});
+    bias_q = b->q;
   }
+  if (std::optional<Value> r = u8s8_matmul(im, *x, *w, *wq, tb, bias_q, mult, y_zp, out)) return *r;
   Value data = im.op("subtract", {cast_to(im, x->q, DataType::Float(32)), im.scalar(x_zp, DataType::Float(32), 2, "x_zero_point")});
   Value acc = cast_to(im, im.op("matmul", {data, im.constant(centered, "weight")}, mm.attrs), DataType::Int(32));
   if (bias) acc = im.op("add", {acc, *bias});

@@ -36,6 +36,9 @@ struct Template {
   /// Optional: the index of a good untuned config in the space the template defined
   /// (absent: index 0).
   std::function<int64_t(const ConfigSpace&)> default_config;
+  /// Optional, in place of default_config: the untuned config for one workload, where the
+  /// space alone does not tell what suits it (e.g. a first layer's few unblocked channels).
+  std::function<int64_t(const ConfigSpace&, const records::Workload&)> workload_default_config;
   /// Other names the template answers to on its targets (e.g. "matmul_cuda", the CUDA
   /// matmul's name before one op name served every target), so that old logs and command
   /// lines keep working. A workload keeps the name it was created with.
