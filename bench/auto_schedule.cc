@@ -258,11 +258,12 @@ constexpr double kTolerance = 1e-3;
 std::map<std::pair<std::string, int>, double> tvm_times(const Options& o, const std::vector<Kernel>& ks,
                                                        std::string* note) {
   std::map<std::pair<std::string, int>, double> out;
+  const std::string script = (fs::path(LOOM_SOURCE_DIR) / "bench" / "auto_schedule_tvm.py").string();
   if (o.tvm_python.empty() || !fs::exists(o.tvm_python) ||
-      std::system(fmt::format("'{}' -c 'import tvm.s_tir.meta_schedule' >/dev/null 2>&1", o.tvm_python).c_str()) != 0) {
+      std::system(fmt::format("'{}' '{}' --check >/dev/null 2>&1", o.tvm_python, script).c_str()) != 0) {
     *note = fmt::format(
-        "section tvm skipped: '{}' cannot import tvm.s_tir.meta_schedule (python3 -m venv /tmp/tvmvenv && "
-        "/tmp/tvmvenv/bin/pip install apache-tvm xgboost, or --tvm-python PY)",
+        "section tvm skipped: '{}' cannot import tvm's MetaSchedule and xgboost (python3 -m venv /tmp/tvmvenv && "
+        "/tmp/tvmvenv/bin/pip install apache-tvm xgboost psutil, or --tvm-python PY)",
         o.tvm_python);
     return out;
   }
@@ -272,7 +273,6 @@ std::map<std::pair<std::string, int>, double> tvm_times(const Options& o, const 
     if (k.section == "pattern") spec["kernels"].push_back({{"label", k.label}, {"kernel", k.tvm}});
   const fs::path in = fs::path(o.log_dir) / "tvm_spec.json", res = fs::path(o.log_dir) / "tvm_results.json";
   std::ofstream(in) << spec.dump(1);
-  const std::string script = (fs::path(LOOM_SOURCE_DIR) / "bench" / "auto_schedule_tvm.py").string();
   const std::string cmd = fmt::format("'{}' '{}' '{}' '{}'{}", o.tvm_python, script, in.string(), res.string(),
                                       o.verbose ? "" : " >/dev/null");
   std::fprintf(stderr, "[auto_schedule] tvm: %s\n", cmd.c_str());

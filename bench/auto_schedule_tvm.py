@@ -1,6 +1,7 @@
 """TVM MetaSchedule as bench/auto_schedule's peer: tunes each kernel of a spec and times it.
 
     python auto_schedule_tvm.py SPEC.json RESULTS.json
+    python auto_schedule_tvm.py --check     exit status 0 when TVM and MetaSchedule import
 
 SPEC (written by bench/auto_schedule): {"trials": N, "threads": [1, 2], "repeat": R,
 "work_dir": DIR, "kernels": [{"label": ..., "kernel": {"op": "layer_norm", "shape": [...]}}]}.
@@ -8,7 +9,7 @@ Each kernel is written with TVM's te/topi as loom's registry computes it, tuned 
 MetaSchedule (evolutionary search, XGB cost model) for N trials on a target with as many
 cores as the largest thread count, then timed at each thread count (median of R repeats).
 RESULTS: {"tvm": version, "results": [{"label", "threads", "seconds"}]}. Needs apache-tvm
-(0.27 and later: tvm.s_tir.meta_schedule) and xgboost.
+(tvm.meta_schedule, or tvm.s_tir.meta_schedule from 0.27 on) and xgboost.
 """
 import json
 import math
@@ -18,7 +19,11 @@ import sys
 import numpy as np
 import tvm
 from tvm import te, topi
-from tvm.s_tir import meta_schedule as ms
+
+try:
+    from tvm.s_tir import meta_schedule as ms
+except ImportError:
+    from tvm import meta_schedule as ms
 
 
 def computation(k):
@@ -50,15 +55,33 @@ def computation(k):
     raise ValueError(f"unknown kernel op {op}")
 
 
+def host_mcpu():
+    """An LLVM CPU name for this machine's vector features (TVM rejects -mcpu=native)."""
+    flags = set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    if "avx512f" in flags:
+        return "skylake-avx512"
+    if "avx2" in flags and "fma" in flags:
+        return "haswell"
+    return "x86-64"
+
+
 def shape_of(t):
     return [int(d) for d in t.shape]
 
 
 def main():
+    if sys.argv[1:] == ["--check"]:
+        import xgboost  # noqa: F401  (MetaSchedule's XGB cost model)
+        return
     spec = json.load(open(sys.argv[1]))
     threads = spec["threads"]
     cores = max(threads)
-    target = tvm.target.Target({"kind": "llvm", "mcpu": "native", "num-cores": cores})
+    target = tvm.target.Target({"kind": "llvm", "mcpu": host_mcpu(), "num-cores": cores})
     config_threads = tvm.get_global_func("runtime.config_threadpool")
     dev = tvm.cpu()
     results = []
@@ -68,7 +91,7 @@ def main():
         work = os.path.join(spec["work_dir"], f"k{n}")
         os.makedirs(work, exist_ok=True)
         db = ms.tune_tir(func, target, work, max_trials_global=spec["trials"],
-                         num_trials_per_iter=min(64, spec["trials"]), cost_model="xgb")
+                         num_trials_per_iter=min(64, spec["trials"]), cost_model="xgb", database="memory")
         sch = ms.tir_integration.compile_tir(db, func, target)
         lib = tvm.compile(sch.mod if sch is not None else func, target=target)
         rng = np.random.default_rng(n)
