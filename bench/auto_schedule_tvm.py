@@ -93,7 +93,10 @@ def main():
         db = ms.tune_tir(func, target, work, max_trials_global=spec["trials"],
                          num_trials_per_iter=min(64, spec["trials"]), cost_model="xgb", database="memory")
         sch = ms.tir_integration.compile_tir(db, func, target)
-        lib = tvm.compile(sch.mod if sch is not None else func, target=target)
+        if sch is None:
+            raise RuntimeError(f"{entry['label']}: MetaSchedule measured no valid schedule in {spec['trials']} "
+                               f"trials (see its logs in {work})")
+        lib = tvm.compile(sch.mod, target=target)
         rng = np.random.default_rng(n)
         arrays = [tvm.runtime.tensor(rng.uniform(-1, 1, shape_of(t)).astype("float32"), dev) for t in args]
         for nt in threads:
