@@ -123,7 +123,7 @@ struct Measurer::Impl {
   const Task* task;
   const MeasureOptions* opt;
   std::vector<WorkerProc> workers;
-  // CUDA tasks with correctness checks: the host reference, computed by one process.
+  // The reference of CUDA tasks, and the compiled one of large CPU tasks, computed by one process.
   detail::SharedReference* ref = nullptr;
   size_t ref_map_bytes = 0;
   pid_t ref_pid = -1;
@@ -296,6 +296,12 @@ Measurer::Measurer(Task task, MeasureOptions opt) : task_(std::move(task)), opt_
                "that used CUDA before creating the Measurer cannot give them one)",
                kNoGpu, why, task_.key(), task_.target().str());
     if (opt_.check_correctness) impl_->start_reference();
+  } else if (opt_.check_correctness && task_.flop() > opt_.evaluate_flop_limit) {
+    // A compiled reference (the default config; for an auto-scheduled task the pattern
+    // schedule, which takes seconds on a 1024³ matmul) is computed once, by a process with
+    // the reference's own time limit, rather than by each worker inside a candidate's run
+    // limit: a worker killed for its timeout would lose it, and its successor start again.
+    impl_->start_reference();
   }
   impl_->workers.resize(size_t(n));
   for (size_t i = 0; i < impl_->workers.size(); ++i) impl_->spawn(i);

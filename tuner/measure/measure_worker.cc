@@ -85,6 +85,14 @@ class Worker {
   Worker(const Task& task, const MeasureOptions& opt, const SharedReference* shared = nullptr)
       : task_(task), opt_(opt), shared_(shared), cuda_(task.target().is_cuda()) {}
 
+  /// The reference outputs of a CPU task as an unshared worker computes them (reference()):
+  /// te::evaluate, or the default config compiled. Throws loom::Error when that fails.
+  std::vector<runtime::NDArray> cpu_reference() {
+    const std::vector<runtime::NDArray>& r = reference();
+    if (!ref_error_.empty()) throw Error(ref_error_);
+    return r;
+  }
+
   /// The reference outputs of a CUDA task, computed on the host: te::evaluate for tasks of
   /// at most evaluate_flop_limit, else reference_cpu_schedule compiled for the host.
   std::vector<runtime::NDArray> host_reference() {
@@ -416,7 +424,7 @@ void reference_main(const Task& task, const MeasureOptions& opt, SharedReference
   set_memory_limit(opt);
   try {
     Worker w(task, opt);
-    std::vector<runtime::NDArray> outs = w.host_reference();
+    std::vector<runtime::NDArray> outs = task.target().is_cuda() ? w.host_reference() : w.cpu_reference();
     size_t total = 0;
     for (const runtime::NDArray& a : outs) total += a.nbytes();
     LOOM_ICHECK(total == reference_bytes(task));

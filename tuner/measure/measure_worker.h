@@ -9,7 +9,8 @@
 
 namespace loom::tuner::detail {
 
-/// The host-computed reference outputs of a CUDA task, in memory mapped shared before the
+/// The reference outputs of a CUDA task (computed on the host) or of a CPU task too large for
+/// te::evaluate (its default config compiled), in memory mapped shared before the
 /// workers are forked: this header, then the outputs' bytes in argument order at
 /// kDataOffset. One process (reference_main) fills it; the workers only read it, after the
 /// parent has seen that process end.
@@ -29,12 +30,13 @@ size_t reference_bytes(const Task& task);
 /// Serves requests, one JSON object per line on the socket `fd`, until the parent closes it:
 ///   {"op":"build","index":N}  instantiates and compiles config N
 ///   {"op":"run"}              times the last built candidate and checks its outputs
-/// Each is answered by {"error":code,"msg":…,"costs":[…]}. `ref` is the shared reference of a
-/// CUDA task (null for CPU tasks, whose workers compute their own). Never returns.
+/// Each is answered by {"error":code,"msg":…,"costs":[…]}. `ref` is the shared reference (null
+/// for small CPU tasks, whose workers evaluate their own). Never returns.
 [[noreturn]] void worker_main(int fd, const Task& task, const MeasureOptions& opt, const SharedReference* ref);
 
-/// Computes the reference outputs of a CUDA task on the host, on the same seeded inputs the
-/// workers use, into `ref` (state kReady, or kFailed with the error). Never returns.
+/// Computes the reference outputs (a CUDA task's on the host, a large CPU task's with its
+/// default config), on the same seeded inputs the workers use, into `ref` (state kReady, or
+/// kFailed with the error). Never returns.
 [[noreturn]] void reference_main(const Task& task, const MeasureOptions& opt, SharedReference* ref);
 
 /// In a forked child: "" when this process can allocate, copy and free device memory, else why not.

@@ -51,9 +51,11 @@ int measure_workers(const MeasureOptions& opt);
 /// candidate itself; it only forks while it is otherwise idle.
 ///
 /// Correctness: each worker computes the reference outputs once, on the same seeded inputs,
-/// with te::evaluate on the default instance (small tasks), or by running the template's
-/// default config compiled (large tasks, where the evaluator would take minutes; default
-/// schedules are trusted because every schedule primitive is differentially tested).
+/// with te::evaluate on the default instance (small tasks); for large tasks, where the
+/// evaluator would take minutes, one process forked before the workers runs the task's default
+/// config compiled (default schedules are trusted because every schedule primitive is
+/// differentially tested), under the reference's own time limit rather than a candidate's,
+/// and the workers read its outputs.
 ///
 /// CUDA tasks (target kind "cuda"): the constructor first checks, in a forked child, that a
 /// worker can use the GPU, and throws loom::Error "no CUDA driver/GPU: …" otherwise (CUDA does
