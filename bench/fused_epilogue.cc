@@ -3,9 +3,9 @@
 // run, on ResNet-18's 3x3 layers; and, for scale, the unfused pair (the bare convolution, then
 // the epilogue as a kernel of its own reading the convolution's output back).
 //
-// Every kernel is made the way the compile step makes a graph's: operators composed from the
-// registry's computes over placeholders, scheduled by tuner::schedule_fused (the anchor's
-// template with the log's tuned config of the bare workload, or its default).
+// Every kernel is made the way the compile step makes a graph's: its registry operators handed
+// to tuner::schedule_fused (the anchor's template with the log's tuned config of the bare
+// workload, or its default).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,7 +23,7 @@
 namespace loom::bench {
 namespace {
 
-using te::Tensor;
+
 using te::ops::Attrs;
 
 struct Layer {
@@ -75,32 +75,20 @@ std::vector<double> interleaved_cpu_times(const std::vector<std::function<void()
   return out;
 }
 
-Tensor input(tuner::FusedGroup& g, const std::vector<int64_t>& s, const std::string& name) {
-  std::vector<te::Expr> e;
-  for (int64_t d : s) e.push_back(te::Expr(int(d)));
-  Tensor t = te::placeholder(e, DataType::Float(32), name);
-  g.inputs.push_back(t);
-  return t;
+/// A float32 input of kernel `k`; returns its value number.
+int input(tuner::FusedKernel& k, const std::vector<int64_t>& s) {
+  k.graph.inputs.push_back({s, DataType::Float(32), ""});
+  return int(k.graph.inputs.size()) - 1;
 }
 
-Tensor op(const std::string& name, const std::vector<Tensor>& in, const Attrs& attrs = {}) {
-  return te::ops::apply_op(name, in, attrs).at(0);
+int op(tuner::FusedKernel& k, const std::string& name, const std::vector<int>& in, const Attrs& attrs = {}) {
+  return k.graph.add(name, in, attrs);
 }
 
-std::vector<int64_t> shape_of(const Tensor& t) {
-  std::vector<int64_t> s;
-  for (const te::Expr& e : t.shape()) s.push_back(*te::as_const_int(e));
-  return s;
-}
-
-/// The anchor of `g`: `name` on its inputs, with its llvm strategy.
-Tensor anchor(tuner::FusedGroup& g, const std::string& name, const std::vector<Tensor>& in, const Attrs& attrs) {
-  std::vector<te::ops::TensorType> types;
-  for (const Tensor& t : in) types.push_back({shape_of(t), t.dtype(), ""});
-  g.call = te::ops::select_template(name, "llvm", types, attrs);
-  g.anchor = op(name, in, attrs);
-  g.anchor_inputs = in;
-  return g.anchor;
+/// The anchor of `k`: `name` on its inputs.
+int anchor(tuner::FusedKernel& k, const std::string& name, const std::vector<int>& in, const Attrs& attrs) {
+  k.anchor = int(k.graph.nodes.size());
+  return op(k, name, in, attrs);
 }
 
 /// A compiled kernel and the arrays it runs on, in call order.
@@ -112,7 +100,7 @@ struct Kernel {
   void operator()() const { f.call(args); }
 };
 
-Kernel compile(const tuner::FusedGroup& g, const records::ApplyHistoryBest& best,
+Kernel compile(const tuner::FusedKernel& g, const records::ApplyHistoryBest& best,
                const std::vector<runtime::NDArray>& arrays) {
   tuner::FusedSchedule fs = tuner::schedule_fused(g, Target::host(), &best);
   Kernel k;
@@ -123,8 +111,8 @@ Kernel compile(const tuner::FusedGroup& g, const records::ApplyHistoryBest& best
   return k;
 }
 
-runtime::NDArray random_array(const Tensor& t, uint64_t seed) {
-  runtime::NDArray a = runtime::NDArray::empty(shape_of(t), t.dtype());
+runtime::NDArray random_array(const std::vector<int64_t>& shape, uint64_t seed) {
+  runtime::NDArray a = runtime::NDArray::empty(shape, DataType::Float(32));
   a.fill_random(seed, -1.0, 1.0);
   return a;
 }
@@ -156,22 +144,22 @@ int run(const Options& o) {
       const Attrs bias_attrs{{"layout", std::string(blocked ? "NCHW16c" : "")}};
 
       // The bare convolution.
-      tuner::FusedGroup bare;
-      Tensor x = input(bare, x_shape, "x"), w = input(bare, w_shape, "w");
-      bare.outputs = {anchor(bare, op_name, {x, w}, conv_attrs)};
+      tuner::FusedKernel bare;
+      int x = input(bare, x_shape), w = input(bare, w_shape);
+      bare.graph.outputs = {anchor(bare, op_name, {x, w}, conv_attrs)};
       // conv + bias + residual + relu, one kernel.
-      tuner::FusedGroup fused;
-      Tensor fx = input(fused, x_shape, "x"), fw = input(fused, w_shape, "w");
-      Tensor fb = input(fused, {l.K}, "bias"), fr = input(fused, y_shape, "residual");
-      Tensor conv = anchor(fused, op_name, {fx, fw}, conv_attrs);
-      fused.outputs = {op("relu", {op("add", {op("bias_add", {conv, fb}, bias_attrs), fr})})};
+      tuner::FusedKernel fused;
+      int fx = input(fused, x_shape), fw = input(fused, w_shape), fb = input(fused, {l.K}), fr = input(fused, y_shape);
+      int conv = anchor(fused, op_name, {fx, fw}, conv_attrs);
+      fused.graph.outputs = {
+          op(fused, "relu", {op(fused, "add", {op(fused, "bias_add", {conv, fb}, bias_attrs), fr})})};
       // The epilogue on its own, reading the convolution's output.
-      tuner::FusedGroup epi;
-      Tensor ey = input(epi, y_shape, "y"), eb = input(epi, {l.K}, "bias"), er = input(epi, y_shape, "residual");
-      epi.outputs = {op("relu", {op("add", {op("bias_add", {ey, eb}, bias_attrs), er})})};
+      tuner::FusedKernel epi;
+      int ey = input(epi, y_shape), eb = input(epi, {l.K}), er = input(epi, y_shape);
+      epi.graph.outputs = {op(epi, "relu", {op(epi, "add", {op(epi, "bias_add", {ey, eb}, bias_attrs), er})})};
 
-      runtime::NDArray X = random_array(fx, 1), W = random_array(fw, 2), B = random_array(fb, 3),
-                       R = random_array(fr, 4);
+      runtime::NDArray X = random_array(x_shape, 1), W = random_array(w_shape, 2), B = random_array({l.K}, 3),
+                       R = random_array(y_shape, 4);
       runtime::NDArray Yb = runtime::NDArray::empty(y_shape, DataType::Float(32));
       runtime::NDArray Yf = runtime::NDArray::empty(y_shape, DataType::Float(32));
       runtime::NDArray Ye = runtime::NDArray::empty(y_shape, DataType::Float(32));

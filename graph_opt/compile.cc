@@ -198,11 +198,10 @@ LoweredGraph lower_graph(const Graph& graph, const Target& target, const records
       report.kernels.push_back(std::move(ck));
       continue;
     }
-    GroupCompute c = compose_group(g, int(i));
-    GroupSchedule s = schedule_group(g, int(i), c, target, best);
+    tuner::FusedSchedule s = tuner::schedule_fused(fused_kernel(g, int(i)), target, best);
     std::string name = kernel_name(grp.name, opt.entry, &names);
     try {
-      out.funcs.push_back(lowering::lower(s.sched, s.args, name, lopt));
+      out.funcs.push_back(lowering::lower(s.schedule, s.args, name, lopt));
     } catch (const Error& e) {
       fail("compile: graph '{}', group {} ('{}': {}): {}", g.name, i, grp.name, member_ops(g, grp), e.what());
     }
@@ -210,13 +209,15 @@ LoweredGraph lower_graph(const Graph& graph, const Target& target, const records
     k.note = s.note;
     kernels.push_back(std::move(k));
     by_signature[sig] = report.kernels.size();
-    report.kernels.push_back({name, member_ops(g, grp), s.note, s.workload, s.task, s.tuned});
-    if (!s.workload.empty() && !s.tuned && warned.insert(s.workload).second) {
-      report.untuned.push_back(s.workload);
+    const bool tuned = s.source == tuner::ScheduleSource::kTuned || s.source == tuner::ScheduleSource::kAuto;
+    report.kernels.push_back({name, member_ops(g, grp), s.note, s.workload_key, s.workload, tuner::to_string(s.source),
+                              tuned});
+    if (s.source == tuner::ScheduleSource::kDefault && warned.insert(s.workload_key).second) {
+      report.untuned.push_back(s.workload_key);
       if (opt.warn)
         *opt.warn << fmt::format("warning: no tuning record for {} on {} (kernel {}); using the template's default "
                                  "config\n",
-                                 s.workload, target.str(), name);
+                                 s.workload_key, target.str(), name);
     }
   }
   report.functions = out.funcs.size();

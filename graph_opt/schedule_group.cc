@@ -1,40 +1,38 @@
-// schedule_group: a fused group handed to the tuner's fused-kernel scheduling
-// (tuner/fused.h): its anchor's template with the epilogue in the output tile and the log's
-// config (or the template's default), else a schedule generated from its pattern.
+// fused_kernel: a fused group as the tuner's FusedKernel (an op graph of its members).
 #include "schedule_group.h"
 
-#include "loom/te/op_registry.h"
-#include "loom/tuner/fused.h"
+#include <map>
 
 namespace loom::graph_opt {
 
-GroupSchedule schedule_group(const Graph& g, int group, const GroupCompute& c, const Target& target,
-                             const records::ApplyHistoryBest* best) {
+tuner::FusedKernel fused_kernel(const Graph& g, int group) {
   const FusedGroup& grp = g.groups[size_t(group)];
-  tuner::FusedGroup fg;
-  fg.inputs = c.inputs;
-  fg.outputs = c.outputs;
-  if (grp.anchor >= 0) {
-    const Node& a = g.nodes[size_t(grp.anchor)];
-    fg.anchor = c.anchor;
-    for (ValueRef v : a.inputs) fg.anchor_inputs.push_back(c.values.at(v));
-    const te::ops::OpDef& def = te::ops::get_op(a.op);
-    if (auto s = def.strategy.find(target.kind()); s != def.strategy.end()) {
-      std::vector<TensorType> in;
-      for (ValueRef v : a.inputs) in.push_back(g.type(v));
-      fg.call = s->second(in, a.attrs);
-    }
+  tuner::FusedKernel k;
+  std::map<ValueRef, int> value;  // graph value → op graph value number
+  for (ValueRef v : grp.inputs) {
+    value[v] = int(k.graph.inputs.size());
+    k.graph.inputs.push_back(g.type(v));
   }
-  tuner::FusedSchedule fs = tuner::schedule_fused(fg, target, best);
-  GroupSchedule out;
-  out.sched = fs.schedule;
-  out.args = fs.args;
-  out.note = fs.note;
-  out.workload = fs.workload_key;
-  out.tuned = fs.source == tuner::ScheduleSource::kTuned;
-  if (fs.source != tuner::ScheduleSource::kPattern && fg.call)
-    out.task = records::Workload{fg.call->name, fg.call->shape, fg.call->dtype, fg.call->attrs};
-  return out;
+  int next = int(grp.inputs.size());
+  for (int n : grp.nodes) {
+    const Node& node = g.nodes[size_t(n)];
+    std::vector<int> in;
+    for (ValueRef v : node.inputs) {
+      auto it = value.find(v);
+      LOOM_CHECK(it != value.end(), "graph '{}', group '{}': node '{}' reads {}, which is neither a member nor an input",
+                 g.name, grp.name, node.name, g.value_name(v));
+      in.push_back(it->second);
+    }
+    if (n == grp.anchor) k.anchor = int(k.graph.nodes.size());
+    try {
+      k.graph.add(node.op, std::move(in), node.attrs);
+    } catch (const Error& e) {
+      fail("graph '{}', group '{}', node '{}': {}", g.name, grp.name, node.name, e.what());
+    }
+    for (size_t o = 0; o < node.outputs.size(); ++o) value[{n, int(o)}] = next++;
+  }
+  for (ValueRef v : grp.outputs) k.graph.outputs.push_back(value.at(v));
+  return k;
 }
 
 }  // namespace loom::graph_opt

@@ -1,32 +1,18 @@
-// How the compile step schedules one fused group: the seam between graph_opt's compile and
-// the tuner's fused-group scheduling.
+// How the compile step hands one fused group to the tuner: the seam between graph_opt's
+// compile and the tuner's fused kernels (tuner/fused.h). The group goes over whole, as the
+// registry operators it fuses; the tuner builds its computation and schedule together.
 #pragma once
-#include <iosfwd>
-#include <optional>
 #include <string>
 
 #include "loom/graph_opt/graph.h"
-#include "loom/graph_opt/reference.h"
 #include "loom/records/record.h"
 #include "loom/runtime/target.h"
-#include "loom/schedule/schedule.h"
+#include "loom/tuner/fused.h"
 
 namespace loom::graph_opt {
 
-/// A group's schedule and how it was chosen.
-struct GroupSchedule {
-  schedule::Schedule sched;
-  /// What to lower with: tensors standing for the group's inputs then its outputs, position
-  /// for position (a template may recompute the group over placeholders of its own).
-  std::vector<te::Tensor> args;
-  std::string note;      // "conv2d_nchwc [1,64,56,56,64,3,3] tuned config 1234", "pattern injective"
-  std::string workload;  // the anchor's workload key ("" without a template)
-  records::Workload task;  // that workload (op "" without a template): what to tune
-  bool tuned = false;
-};
-
-/// Schedules group `group` of the fused graph `g`, whose composed computation is `c`.
-GroupSchedule schedule_group(const Graph& g, int group, const GroupCompute& c, const Target& target,
-                             const records::ApplyHistoryBest* best);
+/// Group `group` of the fused graph `g` as the tuner takes it: its member operators with their
+/// attributes, reading the group's inputs in order, its outputs in order, and its anchor.
+tuner::FusedKernel fused_kernel(const Graph& g, int group);
 
 }  // namespace loom::graph_opt

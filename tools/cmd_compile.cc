@@ -45,25 +45,27 @@ int run(const Args& a) {
   graph_opt::CompileReport report;
   runtime::Module m = graph_opt::compile(g, target, logs.empty() ? nullptr : best.get(), opt, &report);
 
-  int tuned = 0, templated = 0;
+  int tuned = 0, templated = 0, automatic = 0;
   std::cout << fmt::format("{} kernels (level {}; {} distinct functions), in execution order:\n", report.kernels.size(),
                            opt.passes.opt_level, report.functions);
   std::cout << fmt::format("  {:>3}  {:<36} {:<32} {}\n", "#", "kernel", "operators", "schedule");
   for (size_t k = 0; k < report.kernels.size(); ++k) {
     const auto& kern = report.kernels[k];
     std::cout << fmt::format("  {:>3}  {:<36} {:<32} {}\n", k, kern.name, kern.ops, kern.schedule);
-    templated += !kern.workload.empty();
-    tuned += kern.tuned;
+    templated += kern.source == "tuned" || kern.source == "default";
+    tuned += kern.source == "tuned";
+    automatic += kern.source == "auto";
   }
-  std::cout << fmt::format("templates: {} kernels ({} tuned from the log{}, {} on the default config); patterns: {}\n",
-                           templated, tuned, logs.empty() ? ": none given" : "", templated - tuned,
-                           report.kernels.size() - size_t(templated));
+  std::cout << fmt::format("templates: {} kernels ({} tuned from the log{}, {} on the default config); "
+                           "auto-scheduled from the log: {}; patterns: {}\n",
+                           templated, tuned, logs.empty() ? ": none given" : "", templated - tuned, automatic,
+                           report.kernels.size() - size_t(templated + automatic));
   std::cout << "memory: " << report.memory.summary() << "\n";
   if (a.has("--require-tuned") && tuned < templated) {
     std::string missing;
     for (size_t k = 0; k < report.kernels.size(); ++k) {
       const auto& kern = report.kernels[k];
-      if (!kern.workload.empty() && !kern.tuned) missing += fmt::format("\n  {:>3}  {}: {}", k, kern.name, kern.workload);
+      if (kern.source == "default") missing += fmt::format("\n  {:>3}  {}: {}", k, kern.name, kern.workload);
     }
     fail("--require-tuned: {} of the {} template kernels have no tuning record on {} {}, so nothing was written; "
          "tune them with `loom tune-model {} --log FILE` (same --target and pass options):{}",
@@ -92,8 +94,9 @@ Command compile_command() {
       "(--opt-level, default 3: folding, fusion, channel-blocked layouts), plans its memory,\n"
       "schedules every fused kernel (its anchor's template with the best config of the --log files,\n"
       "or the template's default with a warning per untuned workload, an error listing them with\n"
-      "--require-tuned; a schedule from the kernel's pattern where no template applies, which\n"
-      "needs no record) and writes one library with the weights embedded and its\n"
+      "--require-tuned; the kernel's auto-scheduled record where the logs have one, taken over the\n"
+      "template's record when its mean cost is lower; else a schedule from the kernel's pattern,\n"
+      "which needs no record) and writes one library with the weights embedded and its\n"
       "C header (docs/deploy.md). Prints the kernels with how each was scheduled and the memory\n"
       "plan; `loom run` runs the library. `loom tune-model` writes a log for the same network and\n"
       "options.\n\n"

@@ -107,11 +107,15 @@ int run(const Args& a) {
   opt.latency_file = log.empty() ? "" : a.str("--latency-file", latency_file_for(log));
 
   graph_opt::Graph g = load_model(a, model);
-  graph_opt::TaskExtraction x = graph_opt::extract_tasks(g, target, copt);
+  const tuner::SearchKind search = tuner::parse_search_kind(a.choice("--search", "template", {"template", "auto", "both"}));
+  graph_opt::TaskExtraction x = graph_opt::extract_tasks(g, target, copt, search);
+  int auto_tasks = 0;
+  for (const graph_opt::ExtractedTask& t : x.tasks) auto_tasks += t.task.is_auto();
   int kernels = 0;
   for (const graph_opt::FusedGroup& grp : x.fused.groups) kernels += !graph_opt::is_view_group(x.fused, grp);
-  std::cout << fmt::format("{}: graph '{}', {} kernels (level {}), {} tuning task{} on {}\n", model, g.name, kernels,
-                           copt.passes.opt_level, x.tasks.size(), x.tasks.size() == 1 ? "" : "s", target.str());
+  std::cout << fmt::format("{}: graph '{}', {} kernels (level {}), {} tuning task{} ({} auto-scheduled; --search {}) on {}\n",
+                           model, g.name, kernels, copt.passes.opt_level, x.tasks.size(), x.tasks.size() == 1 ? "" : "s",
+                           auto_tasks, tuner::to_string(search), target.str());
   std::cout << fmt::format("  {:>4}  {:>6}  {:>10}  {:>10}  {}\n", "task", "weight", "configs", "MFLOP", "workload");
   for (size_t i = 0; i < x.tasks.size(); ++i) {
     const graph_opt::ExtractedTask& t = x.tasks[i];
@@ -125,7 +129,7 @@ int run(const Args& a) {
   }
   if (list_only) return 0;
   if (x.tasks.empty()) {
-    std::cout << "nothing to tune: no kernel of this network is scheduled by a template\n";
+    std::cout << "nothing to tune: no kernel of this network has a template or an auto-scheduled task\n";
     return 0;
   }
 
@@ -149,10 +153,12 @@ int run(const Args& a) {
                            format_seconds(s.elapsed_s), format_seconds(s.search_s), format_seconds(s.confirm_s));
   if (std::isfinite(s.estimated_s))
     std::cout << fmt::format(
-        "estimate  {} ms: Σ weight × best latency of the {} templated kernels, each timed alone with hot caches;\n"
-        "          the other {} kernels (no template), cold caches between kernels and the executor are not\n"
+        "estimate  {} ms: Σ weight × best latency of the {} tasks' kernels, each timed alone with hot caches{};\n"
+        "          the other {} kernels (no task), cold caches between kernels and the executor are not\n"
         "          counted, so `loom run` of the compiled network measures more (often much more)\n",
-        ms_text(s.estimated_s), kernels - int(x.untuned.size()), x.untuned.size());
+        ms_text(s.estimated_s), x.tasks.size(),
+        search == tuner::SearchKind::kBoth ? " (with --search both a templated kernel counts in two tasks)" : "",
+        x.untuned.size());
   else
     std::cout << "estimate  none: some task has no successful trial\n";
   if (a.has("--measure-network")) {
@@ -180,11 +186,17 @@ Command tune_model_command() {
   c.synopsis = "tune every kernel of a network (model.json or model.onnx) with a task scheduler";
   c.usage = "MODEL.json|MODEL.onnx --log FILE [--trials N | --trials-per-task N] [--resume] [options]";
   c.description =
-      "Extracts the network's tuning tasks: the distinct template workloads of its kernels as\n"
-      "`loom compile` fuses and lays them out with the same --opt-level/--disable/--target, each\n"
-      "weighted by the number of kernels that run it (kernels scheduled from their pattern have no\n"
-      "task and are listed). Then tunes them together, every trial appended to --log: first a\n"
-      "round-robin warm-up (one round of --round trials per task, the template's default config\n"
+      "Extracts the network's tuning tasks from its kernels as `loom compile` fuses and lays them\n"
+      "out with the same --opt-level/--disable/--target: a kernel whose anchor has a template (conv,\n"
+      "dense, matmul, softmax, …) gives that template's workload; every other fused kernel\n"
+      "(layer_norm, GELU chains, transposes, reductions, pooling, …) an auto-scheduled task of its\n"
+      "whole computation (docs/auto_scheduler.md), keyed on the kernel's operators and shapes.\n"
+      "--search auto gives templated kernels an auto task instead of their template's, --search\n"
+      "both gives them both, and `loom compile --log` then takes whichever record is faster for\n"
+      "the kernel (the template's record times the bare workload, the auto one the whole kernel).\n"
+      "Equal workloads are one task, weighted by the number of kernels that run it (kernels no task\n"
+      "covers are listed). Then tunes them together, every trial appended to --log: first a\n"
+      "round-robin warm-up (one round of --round trials per task, the task's default config\n"
       "first), then each round goes to the task where it is expected to lower the estimated\n"
       "end-to-end latency most, Σ weight × best latency per task (Ansor's task scheduler: the\n"
       "gradient mixes the task's improvement over its last 3 rounds with an optimistic guess\n"
@@ -198,7 +210,7 @@ Command tune_model_command() {
       "GFLOP/s, share of the estimate. The confirm step, which can take a large share of the job,\n"
       "is announced with its number of measurements and their expected time (at the search's pace),\n"
       "and reports each task it confirmed with its own ETA. The estimate sums the kernels timed alone\n"
-      "with hot caches: kernels without a template, the data moving between kernels and the\n"
+      "with hot caches: kernels no task covers, the data moving between kernels and the\n"
       "executor are not in it, so `loom run` measures the compiled network slower; --measure-network\n"
       "compiles the network with the log at the end and prints that measured latency too.\n"
       "After every round the estimate is appended to the latency file (JSON lines, default\n"
@@ -223,6 +235,8 @@ Command tune_model_command() {
       {"--list", "", "only list the tasks and the kernels no task covers"},
       {"--target", "T", "an llvm target (default llvm: this CPU); compile with the same"},
       input_shape_option(),
+      {"--search", "S", "what tunes a kernel that has a template: template (default), auto or both; kernels "
+                        "without one are auto-scheduled"},
       {"--tuner", "NAME", "per-task search: xgb (default), random, grid or ga"},
       {"--features", "SET", "what the xgb model sees: auto (default), itervar+knob, itervar or knob"},
       {"--no-share", "", "each task's cost model learns from its own trials only"},

@@ -83,10 +83,12 @@ OpDef conv2d() {
     const auto &x = in[0].shape, &w = in[1].shape;
     const int64_t groups = attr_int(a, "groups");
     std::map<std::string, std::string> at{{"stride", str(stride)}, {"pad", str(pad)}};
-    if (groups == 1) return TemplateCall{"conv2d_nchw", {x[0], x[1], x[2], x[3], w[0], w[2], w[3]}, "float32", at};
+    if (groups == 1)
+      return with_bias_finish({"conv2d_nchw", {x[0], x[1], x[2], x[3], w[0], w[2], w[3]}, "float32", at}, 1);
     if (groups == x[1] && w[0] == x[1] && w[1] == 1) {
-      if (cuda) return TemplateCall{"depthwise_conv2d_nchw", {x[0], x[1], x[2], x[3], w[0], w[2], w[3]}, "float32", at};
-      return TemplateCall{"depthwise_conv2d_nchw", {x[0], x[1], x[2], x[3], w[2], w[3]}, "float32", at};
+      if (cuda)
+        return with_bias_finish({"depthwise_conv2d_nchw", {x[0], x[1], x[2], x[3], w[0], w[2], w[3]}, "float32", at}, 1);
+      return with_bias_finish({"depthwise_conv2d_nchw", {x[0], x[1], x[2], x[3], w[2], w[3]}, "float32", at}, 1);
     }
     return std::nullopt;
   };
@@ -143,7 +145,7 @@ OpDef conv2d_nchwc_op() {
                    {{"stride", str(stride)}, {"pad", str(pad)}}};
     if (ib != 16) c.attrs["ic_block"] = str(ib);
     if (ob != 16) c.attrs["oc_block"] = str(ob);
-    return c;
+    return with_bias_finish(std::move(c), 1, fmt::format("NCHW{}c", ob));
   };
   return d;
 }
@@ -212,7 +214,7 @@ OpDef conv2d_nchwc_winograd_op() {
     if (w[0] - 2 != 4) c.attrs["tile_size"] = str(w[0] - 2);
     if (ib != 16) c.attrs["ic_block"] = str(ib);
     if (ob != 16) c.attrs["oc_block"] = str(ob);
-    return c;
+    return with_bias_finish(std::move(c), 1, fmt::format("NCHW{}c", ob));
   };
   return d;
 }
@@ -251,7 +253,7 @@ OpDef depthwise_conv2d_nchwc_op() {
     TemplateCall c{"depthwise_conv2d_nchwc", {x[0], x[1] * x[4], x[2], x[3], w[2], w[3]}, "float32",
                    {{"stride", str(stride)}, {"pad", str(pad)}}};
     if (x[4] != 16) c.attrs["block"] = str(x[4]);
-    return c;
+    return with_bias_finish(std::move(c), 1, fmt::format("NCHW{}c", x[4]));
   };
   return d;
 }
@@ -270,7 +272,7 @@ OpDef dense_op() {
   };
   d.strategy["llvm"] = [](const Types& in, const Attrs&) -> std::optional<TemplateCall> {
     if (!is_f32(in[0])) return std::nullopt;
-    return TemplateCall{"dense", {in[0].shape[0], in[1].shape[0], in[0].shape[1]}, "float32", {}};
+    return with_bias_finish({"dense", {in[0].shape[0], in[1].shape[0], in[0].shape[1]}, "float32", {}}, 1);
   };
   return d;
 }
@@ -288,7 +290,7 @@ OpDef dense_pack_op() {
   };
   d.strategy["llvm"] = [](const Types& in, const Attrs& a) -> std::optional<TemplateCall> {
     if (!is_f32(in[0]) || in[1].shape.size() != 3 || in[1].shape[2] != 16) return std::nullopt;
-    return TemplateCall{"dense_pack", {in[0].shape[0], attr_int(a, "units"), in[0].shape[1]}, "float32", {}};
+    return with_bias_finish({"dense_pack", {in[0].shape[0], attr_int(a, "units"), in[0].shape[1]}, "float32", {}}, 1);
   };
   return d;
 }

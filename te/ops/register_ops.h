@@ -69,6 +69,11 @@ Padding attr_padding(const Attrs& a, const std::string& name = "padding");
 /// then becomes zero. Symmetric padding is left to the operator.
 Tensor pad_asymmetric(const Tensor& data, Padding& p, Expr value = Expr());
 
+/// `call` with TemplateCall::finish adding the operator's optional third input, its bias, to
+/// the template's output along `axis` of `layout` (a "bias_add" stage, as the operator's own
+/// compute adds it).
+TemplateCall with_bias_finish(TemplateCall call, int axis, const std::string& layout = "");
+
 /// True if the dtype is float32 (templates take no other).
 inline bool is_f32(const TensorType& t) { return t.dtype == DataType::Float(32); }
 

@@ -70,10 +70,11 @@ OpDef conv2d_nchwc_int8_op() {
     const Padding p = attr_padding(a);
     if (s[0] != s[1] || !p.symmetric() || p.top != p.left) return std::nullopt;
     const auto &x = in[0].shape, &w = in[1].shape;
-    return TemplateCall{"conv2d_nchwc_int8",
-                        {x[0], x[1] * kInt8Block, x[2], x[3], w[0] * kInt8Block, w[2], w[3]},
-                        "int8",
-                        {{"stride", std::to_string(s[0])}, {"pad", std::to_string(p.top)}}};
+    return with_bias_finish({"conv2d_nchwc_int8",
+                             {x[0], x[1] * kInt8Block, x[2], x[3], w[0] * kInt8Block, w[2], w[3]},
+                             "int8",
+                             {{"stride", std::to_string(s[0])}, {"pad", std::to_string(p.top)}}},
+                            1, fmt::format("NCHW{}c", kInt8Block));
   };
   return d;
 }

@@ -54,4 +54,11 @@ int64_t nchw_block(const std::string& op, const std::string& layout) {
   return l.axes[4].factor;
 }
 
+TemplateCall with_bias_finish(TemplateCall call, int axis, const std::string& layout) {
+  call.finish = [axis, layout](const Tensor& core, const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    return {in.size() > 2 ? bias_add(core, in[2], axis, layout, "bias_add") : core};
+  };
+  return call;
+}
+
 }  // namespace loom::te::ops::detail

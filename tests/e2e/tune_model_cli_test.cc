@@ -58,51 +58,64 @@ TEST_F(CliTest, TuneModelListsTheTasks) {
   graph_opt::save_graph(conv_net(), path("net.json"));
   Result r = loom("tune-model " + path("net.json") + " --list");
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
-  EXPECT_HAS(r.out, "graph 'conv_net', 6 kernels (level 3), 2 tuning tasks on llvm");
-  EXPECT_HAS(r.out, "2 kernels no task covers:\n  fused_layout_transform: schedule generated from the pattern");
+  // The two layout transforms have no template: each is an auto-scheduled task.
+  EXPECT_HAS(r.out, "graph 'conv_net', 6 kernels (level 3), 4 tuning tasks (2 auto-scheduled; --search template) on llvm");
+  EXPECT_EQ(r.out.find("no task covers"), std::string::npos) << r.out;
+  EXPECT_HAS(r.out, "auto:layout_transform(");
   EXPECT_HAS(r.out, "conv2d_nchwc(1,16,8,8,16,3,3;float32;pad=1,stride=1)");
   EXPECT_HAS(r.out, "conv2d_nchwc(1,16,8,8,32,1,1;float32;pad=0,stride=1)");
-  EXPECT_HAS(r.out, "     0       3 ");  // the three 3x3 convs: one workload, weight 3
+  EXPECT_HAS(r.out, "     1       3 ");  // the three 3x3 convs: one workload, weight 3
+  // --search both: the conv kernels get auto tasks too.
+  Result both = loom("tune-model " + path("net.json") + " --list --search both");
+  ASSERT_EQ(both.rc, 0) << both.out << both.err;
+  EXPECT_HAS(both.out, "auto-scheduled; --search both) on llvm");
+  EXPECT_HAS(both.out, "auto:conv2d_nchwc+relu(");
+  Result bad = loom("tune-model " + path("net.json") + " --list --search ansor");
+  EXPECT_EQ(bad.rc, 2) << bad.out << bad.err;
+  EXPECT_HAS(bad.err, "--search");
 }
 
 TEST_F(CliTest, TuneModelThenResumeThenCompile) {
   graph_opt::Graph g = conv_net();
   graph_opt::save_graph(g, path("net.json"));
   const std::string log = path("net.jsonl");
-  Result r = loom("tune-model " + path("net.json") + " --trials 6 --log " + log + kFast);
+  Result r = loom("tune-model " + path("net.json") + " --trials 8 --log " + log + kFast);
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_HAS(r.err, "[scheduler] round 1 (warm-up): task 0");
   EXPECT_HAS(r.err, "after the warm-up:");
-  EXPECT_HAS(r.out, "tuned     6 trials (0 errors) in 3 rounds");
+  EXPECT_HAS(r.out, "tuned     8 trials (0 errors) in 4 rounds");
   EXPECT_HAS(r.out, "estimate  ");
   EXPECT_HAS(r.out, "latency   " + path("net.latency.jsonl"));
   records::LogContents first = records::read_log(log);
   EXPECT_TRUE(first.warnings.empty());
-  ASSERT_EQ(first.records.size(), 6u);
+  ASSERT_EQ(first.records.size(), 8u);
+  int auto_records = 0;
+  for (const records::Record& rec : first.records) auto_records += !rec.steps.empty();
+  EXPECT_EQ(auto_records, 4) << "the two layout transforms' records carry their steps";
 
   std::vector<nlohmann::json> lines = json_lines(path("net.latency.jsonl"));
-  ASSERT_EQ(lines.size(), 5u);  // start, 3 rounds, end
+  ASSERT_EQ(lines.size(), 6u);  // start, 4 rounds, end
   EXPECT_EQ(lines[0]["event"], "start");
   EXPECT_EQ(lines[2]["phase"], "warm-up");
-  EXPECT_EQ(lines[3]["trials"], 6);
-  EXPECT_TRUE(lines[3]["estimated_ms"].is_number());
+  EXPECT_EQ(lines[4]["trials"], 8);
+  EXPECT_TRUE(lines[4]["estimated_ms"].is_number());
 
   Result again = loom("tune-model " + path("net.json") + " --trials 4 --resume --log " + log + kFast);
   ASSERT_EQ(again.rc, 0) << again.out << again.err;
-  EXPECT_HAS(again.out, "tuned     4 trials (0 errors) in 2 rounds, 6 resumed from the log");
-  EXPECT_HAS(again.err, "6 trials resumed from " + log);
+  EXPECT_HAS(again.out, "tuned     4 trials (0 errors) in 2 rounds, 8 resumed from the log");
+  EXPECT_HAS(again.err, "8 trials resumed from " + log);
   EXPECT_EQ(again.err.find("(warm-up)"), std::string::npos) << again.err;  // every task had records
   records::LogContents both = records::read_log(log);
-  ASSERT_EQ(both.records.size(), 10u);
+  ASSERT_EQ(both.records.size(), 12u);
   std::set<std::pair<std::string, int64_t>> configs;
   for (const records::Record& rec : both.records)
     EXPECT_TRUE(configs.insert({rec.workload.key(), rec.config.index}).second)
         << rec.workload.key() << " config " << rec.config.index << " measured twice";
-  EXPECT_EQ(json_lines(path("net.latency.jsonl")).size(), 5u + 4u);  // appended: start, 2 rounds, end
+  EXPECT_EQ(json_lines(path("net.latency.jsonl")).size(), 6u + 4u);  // appended: start, 2 rounds, end
 
   Result c = loom("compile " + path("net.json") + " --log " + log + " -o " + path("net.so"));
   ASSERT_EQ(c.rc, 0) << c.out << c.err;
-  EXPECT_HAS(c.out, "(4 tuned from the log, 0 on the default config)");
+  EXPECT_HAS(c.out, "(4 tuned from the log, 0 on the default config); auto-scheduled from the log: 2; patterns: 0");
   EXPECT_EQ(c.err.find("warning: no tuning record"), std::string::npos) << c.err;
   NDArray x = random_array({1, 16, 8, 8}, 9, -1, 1);
   runtime::save_npy(path("x.npy"), x);

@@ -14,6 +14,7 @@
 
 #include "common/process_util.h"
 #include "graph_test_util.h"
+#include "loom/graph_opt/task_extraction.h"
 #include "loom/graph_opt/compile.h"
 #include "loom/graph_opt/passes.h"
 #include "loom/tuner/task.h"
@@ -195,9 +196,9 @@ TEST(Compile, TunedConfigsFromTheLogAreUsed) {
   // A record for every workload, naming a config other than the default.
   records::ApplyHistoryBest best;
   std::set<std::string> keys;
-  for (const auto& k : untuned.report.kernels) {
-    if (k.task.op.empty() || !keys.insert(k.workload).second) continue;
-    tuner::Task task = tuner::Task::create(k.task, Target("llvm"));
+  for (const auto& t : extract_tasks(g, Target("llvm")).tasks) {
+    if (t.task.is_auto() || !keys.insert(t.task.key()).second) continue;
+    const tuner::Task& task = t.task;
     int64_t index = (task.default_index() + 7) % int64_t(task.space().size());
     records::MeasureResult m;
     m.costs = {1e-3};
@@ -208,7 +209,7 @@ TEST(Compile, TunedConfigsFromTheLogAreUsed) {
   Module m = compile(g, Target("llvm"), &best, {}, &report);
   int tuned = 0;
   for (const auto& k : report.kernels) {
-    if (k.task.op.empty()) continue;
+    if (k.source == "pattern") continue;
     tuned += k.tuned;
     EXPECT_NE(k.schedule.find("tuned config"), std::string::npos) << k.schedule;
   }

@@ -28,11 +28,12 @@ std::map<std::string, int> compiled_workloads(const CompileReport& r) {
   return out;
 }
 
-/// The same from the extraction: its tasks' weights, plus the kernels whose workload it could
-/// make no task of (a template not registered in this build), each with a reason.
+/// The same from the extraction: its template tasks' weights (the untuned compile looks up no
+/// auto-scheduled workload), plus the kernels it could make no task of, each with a reason.
 std::map<std::string, int> extracted_workloads(const TaskExtraction& x) {
   std::map<std::string, int> out;
-  for (const ExtractedTask& t : x.tasks) out[t.task.key()] = t.weight;
+  for (const ExtractedTask& t : x.tasks)
+    if (!t.task.is_auto()) out[t.task.key()] = t.weight;
   for (const UntunedKernel& u : x.untuned) {
     EXPECT_FALSE(u.reason.empty()) << u.kernel;
     if (!u.workload.empty()) ++out[u.workload];
@@ -55,16 +56,19 @@ TEST(TaskExtraction, SmallResNet18TasksAreTheWorkloadsCompileLooksUp) {
     EXPECT_EQ(t.task.target().str(), target.str());
   }
   EXPECT_EQ(size_t(weights) + x.untuned.size(), report.kernels.size());
-  // ResNet-18: the 3x3 convs of a stage share a workload; max pool and global pool are
-  // pattern kernels.
+  // ResNet-18: the 3x3 convs of a stage share a workload; max pool and global pool have no
+  // template: each is an auto-scheduled task of its kernel.
   ASSERT_FALSE(x.tasks.empty());
   EXPECT_EQ(x.tasks[0].task.workload().op, "conv2d_nchwc");
   int max_weight = 0;
   for (const ExtractedTask& t : x.tasks) max_weight = std::max(max_weight, t.weight);
   EXPECT_GE(max_weight, 3) << "layer1's four 3x3 convs are one workload";
-  bool pool_untuned = false;
-  for (const UntunedKernel& u : x.untuned) pool_untuned |= u.kernel == "fused_max_pool2d" && u.workload.empty();
-  EXPECT_TRUE(pool_untuned);
+  EXPECT_TRUE(x.untuned.empty());
+  bool pool_auto = false;
+  for (const ExtractedTask& t : x.tasks)
+    pool_auto |= t.task.is_auto() && t.kernels == std::vector<std::string>{"fused_max_pool2d"} &&
+                 t.task.workload().op == "auto:max_pool2d";
+  EXPECT_TRUE(pool_auto);
 }
 
 TEST(TaskExtraction, SmallMobileNetV2TasksAreTheWorkloadsCompileLooksUp) {

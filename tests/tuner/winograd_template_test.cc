@@ -154,21 +154,14 @@ TEST(WinogradTemplate, FusedBiasReluEpilogueMatchesTheDirectConvolution) {
       [&](const Tensor& y) { return te::ops::relu(te::ops::bias_add(y, tb, 1, "NCHW16c")); }, &tb);
   auto bias = test::random_inputs({d.tx, d.tg, tb}, 21).at(tb);
 
-  FusedGroup g;
-  Tensor x = te::placeholder(exprs({1, 1, 9, 7, 16}), DataType::Float(32), "x");
-  Tensor u = te::placeholder(exprs({6, 6, 2, 1, 16, 16}), DataType::Float(32), "u");
-  Tensor b = te::placeholder(exprs({32}), DataType::Float(32), "b");
-  g.inputs = {x, u, b};
+  // The kernel as the graph hands it over: the Winograd conv (with its bias) and a relu.
+  FusedKernel g;
   const te::ops::Attrs a{{"padding", std::vector<int64_t>{1, 1}}};
-  g.call = te::ops::select_template(
-      "conv2d_nchwc_winograd", "llvm",
-      {te::ops::TensorType{{1, 1, 9, 7, 16}, DataType::Float(32), ""},
-       te::ops::TensorType{{6, 6, 2, 1, 16, 16}, DataType::Float(32), ""}, te::ops::TensorType{{32}, DataType::Float(32), ""}},
-      a);
-  ASSERT_TRUE(g.call);
-  g.anchor = te::ops::apply_op("conv2d_nchwc_winograd", {x, u, b}, a).at(0);
-  g.anchor_inputs = {x, u, b};
-  g.outputs = {te::ops::apply_op("relu", {g.anchor}, {}).at(0)};
+  g.graph.inputs = {te::ops::TensorType{{1, 1, 9, 7, 16}, DataType::Float(32), ""},
+                    te::ops::TensorType{{6, 6, 2, 1, 16, 16}, DataType::Float(32), ""},
+                    te::ops::TensorType{{32}, DataType::Float(32), ""}};
+  g.anchor = 0;
+  g.graph.outputs = {g.graph.add("relu", {g.graph.add("conv2d_nchwc_winograd", {0, 1, 2}, a)})};
 
   Task task = Task::create("conv2d_nchwc_winograd", shape, Target("llvm"), "float32", attrs);
   FusedSchedule fs = schedule_fused(g, Target("llvm"));

@@ -39,9 +39,13 @@ struct CompiledKernel {
   /// How it was scheduled: "conv2d_nchwc [N,C,…] tuned config 1234 (0.12 ms)", "… default
   /// config 17 (no record)", "pattern injective".
   std::string schedule;
-  std::string workload;  // the anchor's workload key ("" without a template)
-  records::Workload task;  // that workload, to tune (op "" without a template)
-  bool tuned = false;
+  /// The workload whose records were looked up: the anchor template's, or the group's own
+  /// auto-scheduled one when its record was chosen; "" for a pattern schedule.
+  std::string workload;
+  records::Workload task;  // that workload, to tune (op "" for a pattern)
+  /// tuner::ScheduleSource: "tuned", "auto", "default" or "pattern".
+  std::string source;
+  bool tuned = false;  // scheduled by a tuning record ("tuned" or "auto")
 };
 
 /// What compile did: the fused graph, its memory plan and its kernels in execution order.

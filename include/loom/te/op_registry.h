@@ -68,6 +68,11 @@ struct TemplateCall {
   std::vector<int64_t> shape;                 // the template's sizes, e.g. N,C,H,W,K,R,S
   std::string dtype = "float32";
   std::map<std::string, std::string> attrs;   // e.g. {"pad": "1", "stride": "2"}
+  /// The operator's outputs from the template's output `core` and the operator's inputs, for
+  /// an operator that computes more than its template does (a bias added after a conv). The
+  /// template's placeholders stand for the operator's first inputs, in order. Absent: the
+  /// template's output is the operator's output and its placeholders are all the inputs.
+  std::function<std::vector<Tensor>(const Tensor& core, const std::vector<Tensor>& inputs)> finish;
 };
 
 /// A registered operator.

@@ -1,8 +1,16 @@
-// Fused kernels: a group of operators the graph level fused, composed from the operator
-// registry's computes, scheduled as one kernel: by its anchor's template, with the rest of
-// the group as an epilogue in the anchor's output tile and the log's tuned config of the
-// anchor's workload (AutoTVM's rule: the epilogue does not change the task key), or, without
-// a template, by a schedule generated from the group's pattern (schedule_by_pattern.h).
+// Fused kernels: a group of registry operators the graph level fused, handed to the tuner
+// whole (an autosched::OpGraph and its anchor). The tuner answers with the tasks that can
+// schedule it, each a tuner::Task whose search space builds the kernel's computation and
+// schedules it together:
+//   - the anchor's template (its strategy, te::ops::TemplateCall): the template's own
+//     computation of its workload stands for the anchor (TemplateCall::finish adds what the
+//     operator computes beyond it, a bias), the rest of the group is composed on its output
+//     and scheduled in its output tile (Template::schedule_epilogue); records key on the
+//     template's workload, so a config tuned for the bare workload schedules every kernel it
+//     anchors (AutoTVM's rule);
+//   - the auto-scheduler's task of the whole group (tuner/auto), keyed on the group itself.
+// schedule_fused picks the faster of their records, or without one the template's default
+// config, or the schedule generated from the group's pattern (schedule_by_pattern.h).
 #pragma once
 #include <optional>
 #include <string>
@@ -11,66 +19,88 @@
 #include "loom/records/record.h"
 #include "loom/runtime/target.h"
 #include "loom/schedule/schedule.h"
-#include "loom/te/op_registry.h"
+#include "loom/tuner/auto/workload.h"
+#include "loom/tuner/task.h"
 
 namespace loom::tuner {
 
-/// A fused group as the compile step composes it: placeholders for its inputs, then each
-/// node's registry compute (te::ops::get_op(op).compute) over them, in order.
-struct FusedGroup {
-  /// The kernel's inputs (placeholders), in call order.
-  std::vector<te::Tensor> inputs;
-  /// The kernel's outputs, in call order (a template schedules a group of one output).
-  std::vector<te::Tensor> outputs;
-  /// The anchor node's output (as its registry compute returned it) and its inputs in the
-  /// operator's input order (placeholders among `inputs`, or tensors computed in the group);
-  /// undefined/empty without an anchor.
-  te::Tensor anchor;
-  std::vector<te::Tensor> anchor_inputs;
-  /// The anchor operator's strategy for the target (OpDef::strategy), when it gave one.
-  std::optional<te::ops::TemplateCall> call;
+/// A fused kernel as the graph hands it over.
+struct FusedKernel {
+  /// The group's operators, inputs and outputs in the kernel's call order.
+  autosched::OpGraph graph;
+  /// The anchor (an index into graph.nodes): the operator whose strategy may name a template;
+  /// -1 for none.
+  int anchor = -1;
 };
+
+/// Which searches tune a kernel that has a template: its template, the auto-scheduler, or both
+/// (compile then takes the faster record). A kernel without a template has only the auto task.
+enum class SearchKind { kTemplate, kAuto, kBoth };
+/// "template", "auto", "both".
+const char* to_string(SearchKind k);
+/// Parses to_string's names; loom::Error listing them otherwise.
+SearchKind parse_search_kind(const std::string& s);
+
+/// The tasks that can schedule a fused kernel.
+struct KernelTasks {
+  /// The anchor's template with the group composed on it (search space kind "template"): its
+  /// workload is the template's, its config space the bare workload's.
+  std::optional<Task> templated;
+  /// The auto-scheduler's task of the whole group (workload "auto:…" keyed on the group).
+  std::optional<Task> automatic;
+  /// Why there is no template task ("" when there is one, or the kernel has no anchor).
+  std::string template_note;
+  /// Why there is no auto task ("" when there is one, or it was not asked for).
+  std::string auto_note;
+};
+
+/// The tasks of kernel `k` on `target`: the template one unless `kind` is kAuto, the auto one
+/// unless it is kTemplate. A task that cannot be made (no strategy or template for the target,
+/// a template whose computation does not fit the anchor — it reads an input the group computes,
+/// its placeholders or output differ from the operator's —, a computation the auto-scheduler
+/// does not take) is left out with a note. Throws loom::Error for a malformed kernel (no
+/// outputs, an anchor out of range).
+KernelTasks kernel_tasks(const FusedKernel& k, const Target& target, SearchKind kind = SearchKind::kBoth);
+
+/// The auto-scheduled workload of kernel `k` (what its records are keyed on).
+records::Workload auto_workload(const FusedKernel& k);
 
 /// Where a fused kernel's schedule came from.
 enum class ScheduleSource {
-  kTuned,    // the anchor template with the log's best config of the anchor's workload
-  kDefault,  // the anchor template's default config (no record for the workload)
-  kPattern,  // schedule_by_pattern (no template, or the template could not take the group)
+  kTuned,    // the anchor template with the log's best config of the template's workload
+  kAuto,     // the auto-scheduler with the log's best record of the group's workload
+  kDefault,  // the anchor template's default config (no record)
+  kPattern,  // schedule_by_pattern (no template, no record)
 };
-/// "tuned", "default", "pattern".
+/// "tuned", "auto", "default", "pattern".
 const char* to_string(ScheduleSource s);
 
 /// A fused kernel's schedule and the tensors to lower and build it with.
 struct FusedSchedule {
   schedule::Schedule schedule;
-  /// `inputs` then `outputs` of the group, position for position; under a template the
-  /// anchor's inputs are the template's own placeholders (same shapes and dtypes) and the
-  /// outputs its rebuilt epilogue, so bind the group's buffers by position.
+  /// Tensors standing for the kernel's inputs then its outputs, position for position (the
+  /// chosen task's own build of the computation: bind the group's buffers by position).
   std::vector<te::Tensor> args;
   ScheduleSource source = ScheduleSource::kPattern;
-  /// The anchor's workload (records::Workload::key()) on a template; "" for a pattern.
+  /// The key of the workload whose records were looked up: the template's (kTuned, kDefault)
+  /// or the group's (kAuto); "" for a pattern.
   std::string workload_key;
-  /// The config used under a template (-1 for a pattern).
+  /// That workload (op "" for a pattern).
+  records::Workload workload;
+  /// The config used (-1 for a pattern).
   int64_t config_index = -1;
   /// One line saying how the kernel was scheduled and why, e.g. "conv2d_nchwc(…): no tuning
-  /// record on llvm; the template's default config 4163" (a missing workload is a warning
-  /// the compile step passes on).
+  /// record on llvm; the template's default config 4163".
   std::string note;
 };
 
-/// The schedule of a fused group on `target`. With `group.call` naming a template for the
-/// target that takes an epilogue (Template::schedule_epilogue) and a group of one output
-/// whose other operators are elementwise/broadcast stages of the anchor's output shape (and
-/// injective stages feeding them): the anchor's reduction (or, for a computation of several
-/// stages, its stage tagged with the template's name) is replaced by the template's
-/// computation of the same workload, the group rebuilt on it, and scheduled with the best
-/// config in `best` for the workload (under any of the template's names) or else the
-/// template's default. Otherwise, or if the template rejects the group or its config, the
-/// group gets schedule_by_pattern, and `note` says why (also when an anchor input is computed
-/// in the group, e.g. a fused pad: a template reads kernel inputs). Throws loom::Error only
-/// for a malformed group (no outputs, an input that is not a placeholder, an anchor input
-/// that is neither an input nor computed in the group).
-FusedSchedule schedule_fused(const FusedGroup& group, const Target& target,
+/// The schedule of fused kernel `k` on `target` with the records of `best`: of the template
+/// task's best record (looked up under any of the template's names) and the auto task's best
+/// record, the one with the lower mean cost; without either, the template's default config,
+/// or else the pattern schedule. A record that does not apply (a template's config from before
+/// its knobs changed, steps that no longer replay) is passed over, and `note` says so. Throws
+/// loom::Error only for a malformed kernel.
+FusedSchedule schedule_fused(const FusedKernel& k, const Target& target,
                              const records::ApplyHistoryBest* best = nullptr);
 
 }  // namespace loom::tuner
