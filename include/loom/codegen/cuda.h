@@ -35,4 +35,24 @@ std::string cuda_arch(const Target& target);
 /// Compiles lowered (packed) functions with device kernels into a "cuda" module.
 runtime::Module build_cuda(const std::vector<lowering::LoweredFunc>& funcs, const Target& target);
 
+struct CudaEmulationOptions {
+  /// Runs every call twice, the second time with the blocks, and the threads of each block
+  /// between barriers, in the opposite order, and throws when the results differ (a race).
+  bool check_races = true;
+};
+
+/// The module build_cuda makes, but run on the CPU: the same CUDA C compiled with the host
+/// C++ compiler ($LOOM_CXX, else c++) against a model of CUDA's execution (threads of a block
+/// as fibers meeting at __syncthreads, blocks one after another, __shared__ arrays shared by
+/// a block), launched by the same plans. Its functions take host (kDLCPU) tensors, the
+/// emulation's device memory; an access past the end of an argument, a temporary or a
+/// shared array throws naming the kernel and the buffer. For checking generated kernels
+/// without a GPU: slow (a thread switch at every barrier), and blind to what it does not
+/// model. Throws when the kernels use what the model lacks (cuda_emulation_unsupported).
+runtime::Module build_cuda_emulated(const std::vector<lowering::LoweredFunc>& funcs, const Target& target,
+                                    const CudaEmulationOptions& opts = {});
+/// "" when build_cuda_emulated can run `funcs`, else what their kernels use that the
+/// emulation does not model (WMMA fragments, inline PTX).
+std::string cuda_emulation_unsupported(const std::vector<lowering::LoweredFunc>& funcs, const Target& target);
+
 }  // namespace loom::codegen
