@@ -32,6 +32,24 @@ std::string compile_to_ptx(const std::string& src, const std::string& arch, bool
 /// else sm_80.
 std::string cuda_arch(const Target& target);
 
+/// One kernel's resources as ptxas -v reports them.
+struct PtxasKernelInfo {
+  std::string name;
+  int registers = 0;
+  int64_t stack_frame_bytes = 0, spill_store_bytes = 0, spill_load_bytes = 0;
+  int64_t shared_bytes = 0;  // static shared memory
+  int barriers = 0;
+  /// "name: N registers, … bytes shared memory".
+  std::string str() const;
+};
+/// The CUDA toolkit's ptxas: $LOOM_PTXAS, else ptxas on PATH, else /usr/local/cuda/bin/ptxas;
+/// "" when there is none.
+std::string ptxas_path();
+/// Assembles `ptx` for `arch` ("sm_80", "sm_90a") with ptxas -v: throws loom::Error with its
+/// output when it rejects the PTX (an instruction the architecture lacks, a malformed
+/// operand), else returns each kernel's registers, spills and shared memory.
+std::vector<PtxasKernelInfo> ptxas_check(const std::string& ptx, const std::string& arch);
+
 /// Compiles lowered (packed) functions with device kernels into a "cuda" module.
 runtime::Module build_cuda(const std::vector<lowering::LoweredFunc>& funcs, const Target& target);
 
