@@ -226,6 +226,7 @@ Stmt realize(const StageNode& st, const BoundMap& bounds, Stmt body) {
     for (const auto& [dim, fo] : st.storage_align) {
       if (dim >= 0 && size_t(dim) < b.size()) n->align[dim] = fo;
     }
+    n->order = st.storage_order;
     body = Stmt(n);
     if (st.double_buffer) {
       // storage_flatten moves the marker onto the buffer's Allocate.

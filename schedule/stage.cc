@@ -421,6 +421,29 @@ void Stage::storage_align(const IterVar& axis, int factor, int offset) {
   rec.axis(axis).num("factor", factor).num("offset", offset).commit();
 }
 
+void Stage::storage_order(const std::vector<IterVar>& axes) {
+  StageNode* s = self_of(*this, "storage_order");
+  check_compute(s, "storage_order");
+  const auto& root = s->op->axis;
+  LOOM_CHECK(axes.size() == root.size(), "stage '{}': storage_order takes each of its {} spatial axes once, got {}",
+             name_of(s), root.size(), axes.size());
+  std::vector<int> order;
+  for (const IterVar& a : axes) {
+    LOOM_CHECK(a.defined(), "stage '{}': storage_order: an axis is undefined", name_of(s));
+    auto it = std::find(root.begin(), root.end(), a);
+    LOOM_CHECK(it != root.end(),
+               "stage '{}': storage_order: '{}' is not a spatial axis of the operation (a root axis, before any split)",
+               name_of(s), a.name());
+    int d = int(it - root.begin());
+    LOOM_CHECK(std::find(order.begin(), order.end(), d) == order.end(), "stage '{}': storage_order: '{}' appears twice",
+               name_of(s), a.name());
+    order.push_back(d);
+  }
+  bool natural = true;
+  for (size_t i = 0; i < order.size(); ++i) natural &= order[i] == int(i);
+  s->storage_order = natural ? std::vector<int>{} : order;
+}
+
 void Stage::set_scope(const std::string& scope) {
   StageNode* s = self_of(*this, "set_scope");
   check_compute(s, "set_scope");
