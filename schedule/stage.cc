@@ -286,8 +286,9 @@ void Stage::bind(const IterVar& iv, const IterVar& thread) {
              "stage '{}': cannot bind '{}' to '{}': that is not a thread axis (make one with "
              "te::thread_axis(\"threadIdx.x\"))",
              name_of(s), iv.name(), thread.name());
-  LOOM_CHECK(!is_reduce(iv),
-             "stage '{}': cannot bind reduction axis '{}' to '{}': cross-thread reduction is not supported",
+  LOOM_CHECK(!is_reduce(iv) || thread->thread_tag.rfind("threadIdx", 0) == 0,
+             "stage '{}': cannot bind reduction axis '{}' to '{}': a reduction can be split across threadIdx only "
+             "(a cross-thread reduction)",
              name_of(s), iv.name(), thread->thread_tag);
   for (const auto& [node, attr] : s->iter_var_attrs) {
     if (node == iv.get() || attr.annotation != IterAnnotation::kThreadBind) continue;
