@@ -74,6 +74,15 @@ inline std::vector<Case> cases() {
          return std::vector<Tensor>{X, g, b, te::ops::layer_norm(X, g, b)};
        },
        {"layer_norm_mean: reduction", "layer_norm_var: reduction"}},
+      {"elementwise_chain",
+       [](bool d) {
+         Tensor X = ph({d ? 32 : 33, d ? 64 : 65}, "X"), Y = ph({d ? 64 : 65}, "Y");
+         Tensor e = te::compute(X.shape(), [&](Var i, Var j) { return te::exp(X(i, j) * 0.5f); }, "scaled_exp");
+         Tensor a = te::compute(X.shape(), [&](Var i, Var j) { return e(i, j) + Y(j); }, "add_row");
+         Tensor t = te::compute(X.shape(), [&](Var i, Var j) { return te::tanh(a(i, j)); }, "chain");
+         return std::vector<Tensor>{X, Y, t};
+       },
+       {"scaled_exp: inline", "add_row: inline", "chain: injective"}},
       {"transpose",
        [](bool d) {
          Tensor X = ph({2, d ? 16 : 11, 4, d ? 16 : 9}, "X");

@@ -28,6 +28,7 @@ const std::map<std::string, std::vector<std::string>> kGpuRoles = {
     {"softmax", {"softmax_exp: inline", "softmax_expsum: reduction", "softmax: injective"}},
     {"layer_norm", {"layer_norm_mean: reduction", "layer_norm_var: reduction"}},
     {"transpose", {"transpose: injective"}},
+    {"elementwise_chain", {"scaled_exp: inline", "add_row: inline", "chain: injective"}},
     {"conv2d_padded", {"conv2d_nchw: multi-level tiled", "pad: inline"}},
 };
 
@@ -93,6 +94,34 @@ TEST(AutoCudaRules, DecisionsMatchTheReferenceOnTheEmulation) {
     }
   EXPECT_GT(checked, 2 * int(cases().size()));
   EXPECT_LT(rejected, checked);
+}
+
+TEST(AutoCudaRules, StepsReplayToTheSameLoopIR) {
+  lowering::LowerOptions opts;
+  opts.target = kCuda;
+  auto lowered = [&](const Schedule& s, const std::vector<Tensor>& args) {
+    return lowering::to_string(lowering::lower(s, args, "f", opts));
+  };
+  int replayed = 0;
+  for (const Case& c : cases()) {
+    std::vector<Tensor> args = c.make(false);
+    auto sp = make_auto_space(args, kCuda, AutoOptions{false});
+    for (int64_t index : configs(*sp, 5, 3)) {
+      Instance inst;
+      try {
+        inst = sp->instantiate(sp->space().get(index));
+      } catch (const InstantiationError&) {
+        continue;
+      }
+      const std::string json = schedule::steps_to_json(sp->steps(sp->space().get(index)));
+      std::vector<Tensor> again = c.make(false);  // a fresh build of the computation
+      Schedule s = create_schedule(outputs_of(again));
+      schedule::apply_steps(s, schedule::steps_from_json(json));
+      EXPECT_EQ(lowered(s, again), lowered(inst.schedule, inst.args)) << c.name << " config " << index;
+      ++replayed;
+    }
+  }
+  EXPECT_GT(replayed, int(cases().size()));
 }
 
 TEST(AutoCudaRules, SoftmaxAndLayerNormRunAsOneKernelWithCrossThreadReductions) {
