@@ -142,7 +142,7 @@ TEST(Misuse, Bind) {
   IterVar tx = te::thread_axis("threadIdx.x"), bx = te::thread_axis("blockIdx.x");
   expect_error([&] { c.bind(c.axis(0), c.axis(1)); }, {"stage 'C'", "'i'", "'j'", "not a thread axis"});
   expect_error([&] { c.bind(c.axis(0), IterVar()); }, {"stage 'C'", "undefined"});
-  expect_error([&] { c.bind(p.k, tx); }, {"stage 'C'", "reduction axis 'k'"});
+  expect_error([&] { c.bind(p.k, bx); }, {"stage 'C'", "reduction axis 'k'", "threadIdx only"});
   c.bind(c.axis(0), bx);
   expect_error([&] { c.bind(c.axis(0), tx); }, {"stage 'C'", "'i'", "already bound to 'blockIdx.x'"});
   expect_error([&] { c.bind(c.axis(1), bx); }, {"'j'", "already bound"});
