@@ -67,6 +67,7 @@ Stmt IRMutator::mutate_(const ProducerRealizeNode* op) {
   if (!changed && body.same_as(op->body)) return to_stmt(op);
   auto n = std::make_shared<ProducerRealizeNode>(op->tensor, std::move(bounds), op->scope, body);
   n->align = op->align;
+  n->order = op->order;
   return Stmt(std::move(n));
 }
 

@@ -5,9 +5,14 @@
 // of the leaves. Where a split does not divide, or a stage covers more than its operation's
 // shape, the body is guarded by if (likely(...)); loop_partition later lifts the guard off
 // the main part. Reductions get an init nest over the spatial loops that sit inside the
-// first reduction loop (with fresh variables) and an update nest. An extern stage is its
+// first reduction loop (with fresh variables) and an update nest. A reduction with a reduce
+// leaf bound to threadIdx is a cross-thread reduction (TVM's allreduce): each thread folds its
+// share of the other reduce loops into a local accumulator, the block's threads store theirs
+// into a shared array and combine it in a tree (thread_sync places the barriers between the
+// steps), and every thread stores the result (the same value). An extern stage is its
 // hand-written body (ir_builder.h), built here with the schedule's parameters.
 #include <algorithm>
+#include <set>
 #include <unordered_set>
 
 #include "iter_relations.h"
@@ -61,6 +66,7 @@ class NestBuilder {
     }
     size_t begin = 0;
     while (begin < st_.leaf_iter_vars.size() && st_.leaf_iter_vars[begin]->type != te::IterVarType::kCommReduce) ++begin;
+    if (const IterVar* bound = thread_bound_reduce_leaf(begin)) return cross_thread(begin, *bound);
     Stmt update = make_update();
     Stmt main_nest = wrap_loops(update, begin, st_.leaf_iter_vars.size(), true);
     Stmt init_nest = make_init(begin);
@@ -142,6 +148,124 @@ class NestBuilder {
     return guard(body, true);
   }
 
+  /// The reduce leaf bound to a thread index, or null; checks what a cross-thread reduction
+  /// needs (one bound reduce leaf, to threadIdx, no spatial leaf among the reduce leaves).
+  const IterVar* thread_bound_reduce_leaf(size_t begin) const {
+    const IterVar* bound = nullptr;
+    for (size_t p = begin; p < st_.leaf_iter_vars.size(); ++p) {
+      const IterVar& leaf = st_.leaf_iter_vars[p];
+      if (leaf->type != te::IterVarType::kCommReduce || annotation(leaf) != IterAnnotation::kThreadBind) continue;
+      const std::string& tag = st_.iter_var_attrs.at(leaf.get()).bind_thread->thread_tag;
+      LOOM_CHECK(!bound, "stage '{}': reduce axes '{}' and '{}' are both bound to threads; a cross-thread reduction "
+                 "binds one (fuse them first)", st_.name(), (*bound).name(), leaf.name());
+      LOOM_CHECK(tag.rfind("threadIdx", 0) == 0, "stage '{}': reduce axis '{}' is bound to '{}'; a reduction can only "
+                 "be split across threadIdx", st_.name(), leaf.name(), tag);
+      bound = &leaf;
+    }
+    if (!bound) return nullptr;
+    for (size_t p = begin; p < st_.leaf_iter_vars.size(); ++p)
+      LOOM_CHECK(st_.leaf_iter_vars[p]->type == te::IterVarType::kCommReduce,
+                 "stage '{}': cross-thread reduction over '{}' needs every spatial loop outside the reduce loops, but "
+                 "'{}' is inside them (reorder it out)", st_.name(), bound->name(), st_.leaf_iter_vars[p].name());
+    LOOM_CHECK(st_.op->body.size() == 1, "stage '{}': a cross-thread reduction of a tuple reducer ({} values) is not "
+               "supported", st_.name(), st_.op->body.size());
+    return bound;
+  }
+
+  /// The reduction with reduce leaf `leaf` bound to a thread index (see the file comment).
+  Stmt cross_thread(size_t begin, const IterVar& leaf) {
+    const te::OperationNode& op = *st_.op;
+    const auto* red = op.body[0].as<te::ReduceNode>();
+    const te::CommReducerNode& comb = *red->combiner;
+    const IterVar& thread = st_.iter_var_attrs.at(leaf.get()).bind_thread;
+    const Range& r = bounds_.at(leaf.get());
+    auto n = te::as_const_int(te::simplify(r.extent));
+    LOOM_CHECK(n.has_value(), "stage '{}': cross-thread reduction over '{}' needs a constant extent", st_.name(),
+               leaf.name());
+    const DataType dt = op.body[0].dtype();
+    const Expr zero = te::make_const(DataType::Int(32), 0);
+    const Expr tx = thread.var();
+    // Threads of other threadIdx dimensions around the reduction (this stage's spatial loops,
+    // the loops of the stages it is computed in) reduce other rows: one slice of the shared
+    // array each.
+    Expr group = zero;
+    int64_t groups = 1;
+    for (const auto& [var, extent] : enclosing_threads(thread->thread_tag)) {
+      group = group + var * te::make_const(DataType::Int(32), groups);
+      groups *= extent;
+    }
+    te::Tensor acc = te::placeholder({Expr(1)}, dt, st_.name() + ".red_local");
+    te::Tensor buf = te::placeholder({te::make_const(DataType::Int(32), *n * groups)}, dt, st_.name() + ".red_buf");
+    const Expr base = te::simplify(group * te::make_const(DataType::Int(32), *n));
+    auto combine = [&](Expr lhs, Expr rhs) {
+      te::VarMap bind;
+      bind[comb.lhs[0].get()] = std::move(lhs);
+      bind[comb.rhs[0].get()] = std::move(rhs);
+      return te::substitute(comb.result[0], bind);
+    };
+    auto put = [](const te::Tensor& t, Expr index, Expr value) {
+      return make_stmt<ProducerStoreNode>(t, std::move(value), std::vector<Expr>{std::move(index)});
+    };
+    Stmt update = put(acc, zero, combine(acc(zero), rewrite(red->source[0])));
+    if (red->condition.defined() && !te::is_one(red->condition))
+      update = make_stmt<IfThenElseNode>(rewrite(red->condition), update, Stmt());
+    std::vector<Stmt> body = {put(acc, zero, comb.identity[0]),
+                              wrap_loops(guard(update, true), begin, st_.leaf_iter_vars.size(), true, leaf.get()),
+                              put(buf, base + tx, acc(zero))};
+    int64_t half = 1;
+    while (half * 2 < *n) half *= 2;
+    for (int64_t s = half; s >= 1; s /= 2) {
+      Expr other = tx + te::make_const(DataType::Int(32), s);
+      Expr cond = tx < te::make_const(DataType::Int(32), s);
+      if (2 * s > *n) cond = cond && other < te::make_const(DataType::Int(32), *n);
+      body.push_back(make_stmt<IfThenElseNode>(cond, put(buf, base + tx, combine(buf(base + tx), buf(base + other))),
+                                               Stmt()));
+    }
+    Expr result = buf(base);
+    if (!red->init.empty()) result = combine(rewrite(red->init[0]), result);
+    body.push_back(guard(store(0, result), false));
+    auto realize_one = [](const te::Tensor& t, const std::string& scope, Stmt in) {
+      std::vector<Range> b = {Range(te::make_const(DataType::Int(32), 0), t.shape()[0])};
+      auto node = std::make_shared<ProducerRealizeNode>(t, b, scope, std::move(in));
+      node->align.assign(1, {0, 0});
+      return Stmt(node);
+    };
+    Stmt nest = make_stmt<AttrStmtNode>(leaf, Var(), kLoopScope, Expr(0), realize_one(acc, "local", seq(body)));
+    nest = make_stmt<LetStmtNode>(leaf.var(), tx + r.min, nest);
+    nest = make_stmt<AttrStmtNode>(thread, Var(), attr::kThreadExtent, r.extent, nest);
+    return wrap_loops(realize_one(buf, "shared", nest), 0, begin, true);
+  }
+
+  /// The thread indices of threadIdx dimensions other than `tag` bound around this stage's
+  /// body: its own leaves and, up the compute_at chain, the leaves of the stages it is
+  /// computed in, outside its attach loop; each dimension once, with its constant extent.
+  std::vector<std::pair<Var, int64_t>> enclosing_threads(const std::string& tag) const {
+    std::vector<std::pair<Var, int64_t>> out;
+    std::set<std::string> seen{tag};
+    auto visit = [&](const StageNode& s, const IterVar& until) {
+      for (const IterVar& leaf : s.leaf_iter_vars) {
+        auto it = s.iter_var_attrs.find(leaf.get());
+        if (it != s.iter_var_attrs.end() && it->second.annotation == IterAnnotation::kThreadBind) {
+          const IterVar& t = it->second.bind_thread;
+          if (t->thread_tag.rfind("threadIdx", 0) == 0 && seen.insert(t->thread_tag).second) {
+            auto e = te::as_const_int(te::simplify(bounds_.at(leaf.get()).extent));
+            LOOM_CHECK(e.has_value(), "stage '{}': the extent of '{}' (bound to {}) around a cross-thread reduction is "
+                       "not constant", s.op->name, leaf.name(), t->thread_tag);
+            out.emplace_back(t.var(), *e);
+          }
+        }
+        if (leaf == until) break;
+      }
+    };
+    visit(st_, IterVar());
+    const StageNode* cur = &st_;
+    while (cur->attach_type == AttachType::kScope && cur->attach_stage.defined()) {
+      visit(*cur->attach_stage.get(), cur->attach_ivar);
+      cur = cur->attach_stage.get();
+    }
+    return out;
+  }
+
   /// Initial values, over the spatial leaves at or after `begin`, with fresh loop variables.
   Stmt make_init(size_t begin) {
     const te::OperationNode& op = *st_.op;
@@ -171,10 +295,12 @@ class NestBuilder {
     return it == st_.iter_var_attrs.end() ? IterAnnotation::kNone : it->second.annotation;
   }
 
-  /// Loops for leaves [from, to), outermost first, each with a loop_scope marker inside.
-  Stmt wrap_loops(Stmt body, size_t from, size_t to, bool markers) {
+  /// Loops for leaves [from, to) but `skip`, outermost first, each with a loop_scope marker
+  /// inside.
+  Stmt wrap_loops(Stmt body, size_t from, size_t to, bool markers, const te::IterVarNode* skip = nullptr) {
     for (size_t p = to; p-- > from;) {
       const IterVar& leaf = st_.leaf_iter_vars[p];
+      if (leaf.get() == skip) continue;
       const Range& r = bounds_.at(leaf.get());
       if (markers) body = make_stmt<AttrStmtNode>(leaf, Var(), kLoopScope, Expr(0), body);
       auto it = st_.iter_var_attrs.find(leaf.get());
@@ -226,6 +352,7 @@ Stmt realize(const StageNode& st, const BoundMap& bounds, Stmt body) {
     for (const auto& [dim, fo] : st.storage_align) {
       if (dim >= 0 && size_t(dim) < b.size()) n->align[dim] = fo;
     }
+    n->order = st.storage_order;
     body = Stmt(n);
     if (st.double_buffer) {
       // storage_flatten moves the marker onto the buffer's Allocate.

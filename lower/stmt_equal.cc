@@ -33,7 +33,7 @@ class StmtEqualChecker {
       }
       case StmtKind::ProducerRealize: {
         auto *p = a.as<ProducerRealizeNode>(), *q = b.as<ProducerRealizeNode>();
-        if (!(p->tensor == q->tensor) || p->scope != q->scope || p->align != q->align) return false;
+        if (!(p->tensor == q->tensor) || p->scope != q->scope || p->align != q->align || p->order != q->order) return false;
         if (p->bounds.size() != q->bounds.size()) return false;
         for (size_t i = 0; i < p->bounds.size(); ++i)
           if (!eq_range(p->bounds[i], q->bounds[i])) return false;

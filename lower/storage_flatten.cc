@@ -27,14 +27,16 @@ std::string buffer_name(const Tensor& t) {
   return t.name();
 }
 
-/// Row-major strides of `extents`; with a (factor, offset) alignment on a dimension its
-/// stride is padded up until stride % factor == offset. Returns the total size last.
+/// Row-major strides of `extents` with the dimensions laid out in `order` (outermost first;
+/// empty: natural); with a (factor, offset) alignment on a dimension its stride is padded up
+/// until stride % factor == offset. Returns the total size last.
 std::vector<Expr> row_major_strides(const std::vector<Expr>& extents, const std::vector<std::pair<int, int>>& align,
-                                    Expr* total) {
+                                    Expr* total, const std::vector<int>& order = {}) {
   size_t n = extents.size();
   std::vector<Expr> strides(n);
   Expr stride = te::make_const(DataType::Int(32), 1);
-  for (size_t i = n; i-- > 0;) {
+  for (size_t pos = n; pos-- > 0;) {
+    size_t i = order.empty() ? pos : size_t(order[pos]);
     if (i < align.size() && align[i].first != 0) {
       Expr factor = te::make_const(stride.dtype(), align[i].first);
       Expr offset = te::make_const(stride.dtype(), align[i].second);
@@ -73,7 +75,8 @@ class StorageFlattener : public IRMutator {
       extents.push_back(r.extent);
     }
     Expr total;
-    std::vector<Expr> strides = row_major_strides(extents, op->align, &total);
+    LOOM_ICHECK(op->order.empty() || op->order.size() == extents.size());
+    std::vector<Expr> strides = row_major_strides(extents, op->align, &total, op->order);
     Var data(buffer_name(op->tensor), DataType::Handle());
     DataType dtype = op->tensor.dtype();
     bufs_[key] = FlatBuffer{data, dtype, std::move(mins), std::move(strides)};

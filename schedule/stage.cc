@@ -286,8 +286,9 @@ void Stage::bind(const IterVar& iv, const IterVar& thread) {
              "stage '{}': cannot bind '{}' to '{}': that is not a thread axis (make one with "
              "te::thread_axis(\"threadIdx.x\"))",
              name_of(s), iv.name(), thread.name());
-  LOOM_CHECK(!is_reduce(iv),
-             "stage '{}': cannot bind reduction axis '{}' to '{}': cross-thread reduction is not supported",
+  LOOM_CHECK(!is_reduce(iv) || thread->thread_tag.rfind("threadIdx", 0) == 0,
+             "stage '{}': cannot bind reduction axis '{}' to '{}': a reduction can be split across threadIdx only "
+             "(a cross-thread reduction)",
              name_of(s), iv.name(), thread->thread_tag);
   for (const auto& [node, attr] : s->iter_var_attrs) {
     if (node == iv.get() || attr.annotation != IterAnnotation::kThreadBind) continue;
@@ -419,6 +420,29 @@ void Stage::storage_align(const IterVar& axis, int factor, int offset) {
   s->storage_align[int(it - root.begin())] = {factor, offset};
   detail::StepRecorder rec(s, StepKind::kStorageAlign);
   rec.axis(axis).num("factor", factor).num("offset", offset).commit();
+}
+
+void Stage::storage_order(const std::vector<IterVar>& axes) {
+  StageNode* s = self_of(*this, "storage_order");
+  check_compute(s, "storage_order");
+  const auto& root = s->op->axis;
+  LOOM_CHECK(axes.size() == root.size(), "stage '{}': storage_order takes each of its {} spatial axes once, got {}",
+             name_of(s), root.size(), axes.size());
+  std::vector<int> order;
+  for (const IterVar& a : axes) {
+    LOOM_CHECK(a.defined(), "stage '{}': storage_order: an axis is undefined", name_of(s));
+    auto it = std::find(root.begin(), root.end(), a);
+    LOOM_CHECK(it != root.end(),
+               "stage '{}': storage_order: '{}' is not a spatial axis of the operation (a root axis, before any split)",
+               name_of(s), a.name());
+    int d = int(it - root.begin());
+    LOOM_CHECK(std::find(order.begin(), order.end(), d) == order.end(), "stage '{}': storage_order: '{}' appears twice",
+               name_of(s), a.name());
+    order.push_back(d);
+  }
+  bool natural = true;
+  for (size_t i = 0; i < order.size(); ++i) natural &= order[i] == int(i);
+  s->storage_order = natural ? std::vector<int>{} : order;
 }
 
 void Stage::set_scope(const std::string& scope) {

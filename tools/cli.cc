@@ -341,9 +341,6 @@ tuner::Task auto_task_from(const Args& a, const std::string& op, const Target& t
     a.usage_error("--op: {}", unknown_op_message(op));
   }
   const std::string inputs_doc = fmt::format("{}", fmt::join(def->inputs, ", "));
-  if (target.is_cuda())
-    a.usage_error("--target: operator '{}' has no template for '{}', and the auto-scheduler has CPU rules only so far",
-                  op, target.str());
   if (a.has("--shape"))
     a.usage_error("--shape gives a template's sizes; {} '{}' is auto-scheduled: give its inputs' types with "
                   "--input, one per input ({})",

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "loom/codegen/cuda.h"
 #include "loom/loom.h"
 #include "loom/schedule/trace.h"
 
@@ -60,6 +61,7 @@ int run(const Args& a) {
   auto f = lowering::lower(c.instance.schedule, c.instance.args, function_name(task), opts);
   if (vector_report) std::cout << report.to_string();
   else std::cout << f << "\n";
+  if (task.target().is_cuda() && !vector_report) std::cout << "// CUDA C of its kernels\n" << codegen::cuda_source(f);
   return 0;
 }
 
@@ -75,7 +77,7 @@ Command show_command() {
       "with a warning when there is none) and prints how the search space schedules the\n"
       "computation, the config's knob values, its schedule steps (auto-scheduled tasks, or\n"
       "--steps; a record whose config no longer fits the space is replayed from its steps) and\n"
-      "the loop IR it lowers to.\n"
+      "the loop IR it lowers to (and, for target cuda, the CUDA C of its kernels).\n"
       "--config N shows config N of the space instead. --vector-report prints, instead of the IR,\n"
       "the config's vector accesses that are not dense and its vector operations computed lane by\n"
       "lane (as `loom lower --vector-report`).\n\n" + std::string(kWorkloadHelp) +

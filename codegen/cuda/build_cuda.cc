@@ -7,6 +7,7 @@
 // so the host body's asserts are not interpreted.
 #include <map>
 
+#include "codegen_cuda_internal.h"
 #include "loom/codegen/cuda.h"
 #include "loom/runtime/cuda.h"
 #include "loom/runtime/error.h"
@@ -189,19 +190,21 @@ class PlanBuilder {
 
 }  // namespace
 
+runtime::CudaFunctionPlan cuda_launch_plan(const LoweredFunc& f) {
+  LOOM_CHECK(f.body.defined(), "build: function '{}' has no body", f.name);
+  LOOM_CHECK(!f.device_funcs.empty(),
+             "CUDA build: function '{}' has no GPU kernels: bind its loops to blockIdx/threadIdx (s[T].bind) "
+             "before building for cuda",
+             f.name);
+  return PlanBuilder(f).build();
+}
+
 runtime::Module build_cuda(const std::vector<LoweredFunc>& funcs, const Target& target) {
   LOOM_CHECK(target.is_cuda(), "build_cuda: target '{}' is not cuda", target.str());
   CudaCodegenOptions opts;
   opts.fast_math = target.get("fast_math", "1") != "0";
   std::vector<runtime::CudaFunctionPlan> plans;
-  for (const auto& f : funcs) {
-    LOOM_CHECK(f.body.defined(), "build: function '{}' has no body", f.name);
-    LOOM_CHECK(!f.device_funcs.empty(),
-               "CUDA build: function '{}' has no GPU kernels: bind its loops to blockIdx/threadIdx (s[T].bind) "
-               "before building for cuda",
-               f.name);
-    plans.push_back(PlanBuilder(f).build());
-  }
+  for (const auto& f : funcs) plans.push_back(cuda_launch_plan(f));
   std::string src = cuda_source(funcs, opts);
   std::string ptx = compile_to_ptx(src, cuda_arch(target), opts.fast_math);
   return runtime::make_cuda_module(std::move(ptx), std::move(src), std::move(plans), target.str());

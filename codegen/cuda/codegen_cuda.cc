@@ -38,7 +38,9 @@ template <typename T> __device__ __forceinline__ T loom_floormod(T a, T b) {
 }
 )";
 
-std::string c_type(DataType t, const std::string& where) {
+}  // namespace
+
+std::string cuda_c_type(DataType t, const std::string& where) {
   LOOM_CHECK(t.lanes() == 1, "CUDA codegen: {}: no scalar C type for vector type {}", where, t.str());
   switch (t.code()) {
     case DataType::kFloat:
@@ -63,6 +65,10 @@ std::string c_type(DataType t, const std::string& where) {
   }
   fail("CUDA codegen: {}: type {} is not supported", where, t.str());
 }
+
+namespace {
+
+std::string c_type(DataType t, const std::string& where) { return cuda_c_type(t, where); }
 
 /// True when `e` is provably a multiple of n.
 bool divisible(const Expr& e, int64_t n) {

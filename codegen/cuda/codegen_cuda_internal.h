@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "loom/lower/lower.h"
+#include "loom/runtime/cuda.h"
 #include "loom/te/expr.h"
 
 namespace loom::codegen {
@@ -26,5 +28,13 @@ using CudaIntrinsicLowering = std::function<std::string(const CudaCall&)>;
 
 /// Every intrinsic the CUDA code generator lowers, by name.
 const std::unordered_map<std::string, CudaIntrinsicLowering>& cuda_intrinsic_table();
+
+/// The C type of a scalar of type `t` in kernel code ("float", "__half", "int", …); throws
+/// naming `where` for a type CUDA C has none for.
+std::string cuda_c_type(DataType t, const std::string& where);
+
+/// How a packed call of `f` runs: the kernels its host body launches, in order, with their
+/// operands and launch extents evaluated to constants (build_cuda.cc).
+runtime::CudaFunctionPlan cuda_launch_plan(const lowering::LoweredFunc& f);
 
 }  // namespace loom::codegen

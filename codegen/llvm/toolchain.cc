@@ -58,9 +58,6 @@ std::string read_file(const fs::path& path) {
   return ss.str();
 }
 
-namespace {
-
-/// Runs argv (no shell) and returns its exit status; stdout and stderr go to `output`.
 int run_command(const std::vector<std::string>& argv, const fs::path& log, std::string* output) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -84,6 +81,8 @@ int run_command(const std::vector<std::string>& argv, const fs::path& log, std::
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+namespace {
+
 std::string join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
@@ -97,7 +96,8 @@ std::vector<std::string> split_words(const std::string& s) {
   return out;
 }
 
-/// Full path of an executable: as given if it has a '/', else searched on PATH.
+}  // namespace
+
 std::string find_program(const std::string& name) {
   if (name.empty()) return "";
   if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
@@ -109,6 +109,8 @@ std::string find_program(const std::string& name) {
   }
   return "";
 }
+
+namespace {
 
 /// Renames the linked library `staged` to `out` (as the user named it: `path`); on failure
 /// removes `staged` and throws, saying why (a directory in the way, or the rename's error).

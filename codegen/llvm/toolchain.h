@@ -22,6 +22,11 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+/// Runs argv (no shell) and returns its exit status (128 + the signal when killed, -1 when it
+/// cannot start); its stdout and stderr go to the file `log`, then to `output`.
+int run_command(const std::vector<std::string>& argv, const std::filesystem::path& log, std::string* output);
+/// Full path of an executable: as given if it has a '/', else searched on PATH; "" if none.
+std::string find_program(const std::string& name);
 /// Writes `bytes` to `path`; throws loom::Error prefixed with `what` when it cannot.
 void write_file(const std::filesystem::path& path, const std::string& bytes, const char* what);
 std::string read_file(const std::filesystem::path& path);

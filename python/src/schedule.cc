@@ -83,6 +83,7 @@ void bind_schedule(nb::module_& m) {
       .def("compute_inline", &Stage::compute_inline)
       .def("compute_root", &Stage::compute_root)
       .def("storage_align", &Stage::storage_align, nb::arg("axis"), nb::arg("factor"), nb::arg("offset"))
+      .def("storage_order", &Stage::storage_order, nb::arg("axes"))
       .def("set_scope", &Stage::set_scope, nb::arg("scope"))
       .def("double_buffer", &Stage::double_buffer)
       .def("__repr__", [](const Stage& s) { return "Stage(" + s->name() + ")"; });

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "loom/codegen/cuda.h"
 #include "loom/runtime/cuda.h"
 
 namespace loom::test {
@@ -86,6 +87,52 @@ std::string compare_with_reference(const schedule::Schedule& s, const std::vecto
       if (!err.empty()) return err + "\n" + lowering::to_string(lowering::lower(s, args, "f", {target}));
     }
     return "";
+  } catch (const std::exception& e) {
+    return std::string("exception: ") + e.what();
+  }
+}
+
+std::string compare_emulated_with_reference(const lowering::LoweredFunc& f, const std::vector<te::Tensor>& args,
+                                            uint64_t seed, const Target& target) {
+  try {
+    auto inputs = random_inputs(args, seed);
+    std::vector<te::Tensor> outputs;
+    for (const te::Tensor& t : args)
+      if (t.op()->kind != te::OpKind::kPlaceholder) outputs.push_back(t);
+    std::vector<runtime::NDArray> want = te::evaluate(outputs, inputs);
+    runtime::Module m = codegen::build_cuda_emulated({f}, target);
+    std::vector<runtime::NDArray> arrays, got;
+    std::vector<DLTensor*> dl;
+    size_t out_i = 0;
+    for (const te::Tensor& t : args) {
+      if (t.op()->kind == te::OpKind::kPlaceholder) {
+        arrays.push_back(inputs.at(t));
+      } else {
+        auto o = runtime::NDArray::empty(want[out_i].shape(), t.dtype());
+        for (int64_t i = 0; i < o.numel(); ++i) o.set(i, 12345);  // catches unwritten elements
+        arrays.push_back(o);
+        got.push_back(o);
+        ++out_i;
+      }
+      dl.push_back(arrays.back().dltensor());
+    }
+    m.get_function(f.name).call(dl);
+    for (size_t i = 0; i < got.size(); ++i) {
+      std::string err = compare_arrays(got[i], want[i], tolerance_for(outputs[i].dtype()), outputs[i].name());
+      if (!err.empty()) return err;
+    }
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("exception: ") + e.what();
+  }
+}
+
+std::string compare_emulated_with_reference(const schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                                            uint64_t seed, const Target& target) {
+  try {
+    lowering::LowerOptions opts;
+    opts.target = target;
+    return compare_emulated_with_reference(lowering::lower(s, args, "f", opts), args, seed, target);
   } catch (const std::exception& e) {
     return std::string("exception: ") + e.what();
   }

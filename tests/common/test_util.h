@@ -26,6 +26,15 @@ std::map<te::Tensor, runtime::NDArray> random_inputs(const std::vector<te::Tenso
 std::string compare_with_reference(const schedule::Schedule& s, const std::vector<te::Tensor>& args,
                                    uint64_t seed = 1, const Target& target = Target("llvm"));
 
+/// Like compare_with_reference for target cuda, with the kernels run on the CPU by
+/// codegen::build_cuda_emulated (which also fails on a race or an out-of-bounds access).
+std::string compare_emulated_with_reference(const schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                                            uint64_t seed = 1, const Target& target = Target("cuda"));
+/// The same for a function already lowered for cuda from `args` (so that a test can change
+/// its IR first).
+std::string compare_emulated_with_reference(const lowering::LoweredFunc& f, const std::vector<te::Tensor>& args,
+                                            uint64_t seed = 1, const Target& target = Target("cuda"));
+
 /// Compares two arrays under a tolerance; "" or the first mismatch.
 std::string compare_arrays(const runtime::NDArray& got, const runtime::NDArray& want, Tolerance tol,
                            const std::string& what);

@@ -202,6 +202,24 @@ TEST_P(Primitive, StorageAlign) {
   EXPECT_MATCHES_REFERENCE(s, (std::vector<Tensor>{A, C}));
 }
 
+TEST_P(Primitive, StorageOrder) {
+  // B stored transposed (and padded), computed per row block of C.
+  Shape3 sh = GetParam();
+  Tensor A = te::placeholder({sh.m, sh.n}, DataType::Float(32), "A");
+  Tensor B = te::compute(A.shape(), [&](Var i, Var j) { return A(i, j) + 1; }, "B");
+  Tensor C = te::compute(A.shape(), [&](Var i, Var j) { return B(i, j) * 3 + B(i, (j + 1) % sh.n); }, "C");
+  Schedule s = create_schedule({C});
+  auto [io, ii] = s[C].split(s[C].axis(0), 4);
+  (void)ii;
+  s[B].compute_at(s[C], io);
+  s[B].storage_order({s[B].axis(1), s[B].axis(0)});
+  s[B].storage_align(s[B].axis(1), 4, 1);
+  EXPECT_MATCHES_REFERENCE(s, (std::vector<Tensor>{A, C}));
+  lowering::LoweredFunc f = lowering::lower(s, {A, C}, "f");
+  // The row block of B is 4 rows by n columns, stored n-major: B[i, j] at j * 5 + i - (its first row).
+  EXPECT_NE(lowering::to_string(f.body).find("B[(((j*5) + i)"), std::string::npos) << f.body;
+}
+
 TEST_P(Primitive, IntegerAndMixedDtypes) {
   for (DataType dt : {DataType::Int(32), DataType::Int(8), DataType::UInt(8), DataType::Float(16), DataType::Int(64)}) {
     auto mm = make_matmul(GetParam(), dt);

@@ -142,7 +142,7 @@ TEST(Misuse, Bind) {
   IterVar tx = te::thread_axis("threadIdx.x"), bx = te::thread_axis("blockIdx.x");
   expect_error([&] { c.bind(c.axis(0), c.axis(1)); }, {"stage 'C'", "'i'", "'j'", "not a thread axis"});
   expect_error([&] { c.bind(c.axis(0), IterVar()); }, {"stage 'C'", "undefined"});
-  expect_error([&] { c.bind(p.k, tx); }, {"stage 'C'", "reduction axis 'k'"});
+  expect_error([&] { c.bind(p.k, bx); }, {"stage 'C'", "reduction axis 'k'", "threadIdx only"});
   c.bind(c.axis(0), bx);
   expect_error([&] { c.bind(c.axis(0), tx); }, {"stage 'C'", "'i'", "already bound to 'blockIdx.x'"});
   expect_error([&] { c.bind(c.axis(1), bx); }, {"'j'", "already bound"});
@@ -191,11 +191,15 @@ TEST(Misuse, Storage) {
   expect_error([&] { c.storage_align(IterVar(), 8, 0); }, {"stage 'C'", "undefined"});
   expect_error([&] { c.storage_align(c.axis(1), 0, 0); }, {"'j'", "factor must be positive"});
   expect_error([&] { c.storage_align(c.axis(1), 8, 8); }, {"'j'", "offset"});
+  expect_error([&] { c.storage_order({c.axis(1)}); }, {"stage 'C'", "each of its 2 spatial axes once, got 1"});
+  expect_error([&] { c.storage_order({c.axis(1), c.axis(1)}); }, {"stage 'C'", "'j' appears twice"});
+  expect_error([&] { c.storage_order({c.axis(1), io}); }, {"stage 'C'", "'i.outer'", "spatial axis"});
   expect_error([&] { c.set_scope("sharde"); }, {"stage 'C'", "'sharde'"});
   expect_error([&] { p.s[p.E].set_scope("shared"); }, {"stage 'E'", "output"});
   expect_error([&] { p.s[p.E].double_buffer(); }, {"stage 'E'", "output"});
   expect_error([&] { p.s[p.A].set_scope("shared"); }, {"stage 'A'", "placeholder"});
   EXPECT_TRUE(c->storage_align.empty());
+  EXPECT_TRUE(c->storage_order.empty());
   EXPECT_EQ(c->scope, "");
 }
 

@@ -3,7 +3,9 @@
 // convolution-like reductions with data reuse, several outputs) under random decisions of the
 // rules, each compiled and compared with te::evaluate. LOOM_AUTO_FUZZ_N sets the number of
 // computations (default 1000), LOOM_AUTO_FUZZ_SEED the first seed; a mismatch prints the
-// computation, the config and its steps.
+// computation, the config and its steps. The GPU leg runs the GPU rules' decisions on target
+// cuda through the CUDA emulation (codegen::build_cuda_emulated: a host compile per config,
+// so fewer computations, LOOM_AUTO_FUZZ_GPU_N, default 40).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <set>
 
 #include "common/test_util.h"
+#include "loom/lower/lower.h"
 #include "loom/tuner/auto/auto_space.h"
 #include "loom/tuner/auto/compute_dag.h"
 
@@ -295,6 +298,53 @@ TEST(AutoFuzz, RandomComputationsUnderRandomDecisionsMatchTheReference) {
   std::printf("auto-scheduler fuzz: %d computations, %d configs compared, %d mismatches, %d configs rejected for "
               "vector width, %d computations with a multi-level tiled stage, %d with a reduction\n",
               n, configs, mismatches, rejected, roles_tiled, roles_reduction);
+}
+
+TEST(AutoFuzz, RandomComputationsUnderRandomGpuDecisionsMatchTheReferenceOnTheEmulation) {
+  const int n = env_int("LOOM_AUTO_FUZZ_GPU_N", 40);
+  const uint64_t seed0 = uint64_t(env_int("LOOM_AUTO_FUZZ_SEED", 1));
+  const Target cuda("cuda");
+  int mismatches = 0, rejected = 0, configs = 0;
+  for (int c = 0; c < n; ++c) {
+    const uint64_t seed = seed0 + uint64_t(c);
+    std::vector<Tensor> args = RandomComputation(seed).make();
+    std::shared_ptr<const SearchSpace> sp;
+    try {
+      sp = make_auto_space(args, cuda, AutoOptions{false});
+    } catch (const Error& e) {
+      ADD_FAILURE() << "seed " << seed << ": no space: " << e.what() << "\n" << describe(args);
+      ++mismatches;
+      continue;
+    }
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int64_t> pick(0, sp->space().size() - 1);
+    // One random decision (another draw when it breaks a GPU limit).
+    int64_t index = -1;
+    Instance inst;
+    for (int attempt = 0; attempt < 8 && index < 0; ++attempt) {
+      const int64_t i = sp->canonical(pick(rng));
+      try {
+        inst = sp->instantiate(sp->space().get(i));
+        index = i;
+      } catch (const InstantiationError&) {
+        ++rejected;
+      }
+    }
+    if (index < 0) continue;
+    ++configs;
+    const std::string diff = test::compare_emulated_with_reference(inst.schedule, inst.args, seed);
+    if (!diff.empty()) {
+      ++mismatches;
+      ADD_FAILURE() << "seed " << seed << ": " << diff << "\ncomputation:\n" << describe(args) << sp->describe()
+                    << "\nconfig " << index << ": " << sp->space().get(index).str() << "\nsteps:\n"
+                    << schedule::to_string(schedule::trace(inst.schedule));
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_GT(configs, n / 2);
+  std::printf("auto-scheduler GPU fuzz (emulated): %d computations, %d configs compared, %d mismatches, %d configs "
+              "rejected for GPU limits\n",
+              n, configs, mismatches, rejected);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "auto_cases.h"
 #include "common/test_util.h"
 #include "loom/te/ops.h"
 #include "loom/tuner/auto/auto_space.h"
@@ -14,110 +15,11 @@
 namespace loom::tuner {
 namespace {
 
+using namespace auto_cases;
+
 using te::IterVar;
 using te::Tensor;
 using te::Var;
-
-const DataType f32 = DataType::Float(32);
-
-/// A kernel for the rules: its arguments (inputs, then outputs) and what describe() must say.
-struct Case {
-  std::string name;
-  std::function<std::vector<Tensor>(bool divides)> make;
-  std::vector<std::string> roles;  // substrings of SearchSpace::describe()
-};
-
-Tensor ph(std::vector<te::Expr> shape, const char* name) { return te::placeholder(std::move(shape), f32, name); }
-
-std::vector<Case> cases() {
-  return {
-      {"matmul",
-       [](bool d) {
-         const int64_t m = d ? 64 : 37, n = d ? 32 : 29, k = d ? 32 : 23;
-         Tensor A = ph({m, k}, "A"), B = ph({k, n}, "B");
-         return std::vector<Tensor>{A, B, te::ops::matmul(A, B)};
-       },
-       {"matmul: multi-level tiled, through a cache_write"}},
-      {"dense_bias_gelu",
-       [](bool d) {
-         const int64_t m = d ? 32 : 19, n = d ? 64 : 45, k = d ? 32 : 27;
-         Tensor X = ph({m, k}, "X"), W = ph({n, k}, "W"), b = ph({n}, "b");
-         Tensor y = te::ops::dense(X, W, b);
-         Tensor g = te::compute({m, n}, [&](Var i, Var j) {
-           te::Expr z = y(i, j);
-           return 0.5f * z * (1.0f + te::erf(z * 0.70710678f));
-         }, "gelu");
-         return std::vector<Tensor>{X, W, b, g};
-       },
-       {"dense: multi-level tiled, computed in the tiles of gelu", "gelu: epilogue of dense", "bias_add: inline"}},
-      {"residual_of_two_matmuls",
-       [](bool d) {
-         const int64_t m = d ? 32 : 21, n = d ? 16 : 13, k = d ? 16 : 11;
-         Tensor A = ph({m, k}, "A"), B = ph({k, n}, "B"), C = ph({k, n}, "C");
-         Tensor p = te::ops::matmul(A, B, false, false, "p"), q = te::ops::matmul(A, C, false, false, "q");
-         Tensor r = te::compute({m, n}, [&](Var i, Var j) { return p(i, j) + q(i, j); }, "residual");
-         return std::vector<Tensor>{A, B, C, r};
-       },
-       {"p: multi-level tiled, through a cache_write", "q: multi-level tiled, computed in the tiles of residual"}},
-      {"softmax",
-       [](bool d) {
-         Tensor X = ph({d ? 8 : 7, d ? 64 : 45}, "X");
-         return std::vector<Tensor>{X, te::ops::softmax(X, -1)};
-       },
-       {"softmax_maxelem: reduction", "softmax_exp: placed", "softmax_expsum: reduction", "softmax: injective"}},
-      {"softmax_outer_axis",
-       [](bool d) {
-         Tensor X = ph({d ? 32 : 27, d ? 16 : 13}, "X");
-         return std::vector<Tensor>{X, te::ops::softmax(X, 0)};
-       },
-       {"softmax: injective"}},
-      {"layer_norm",
-       [](bool d) {
-         const int64_t n = d ? 64 : 50;
-         Tensor X = ph({d ? 8 : 5, n}, "X"), g = ph({n}, "gamma"), b = ph({n}, "beta");
-         return std::vector<Tensor>{X, g, b, te::ops::layer_norm(X, g, b)};
-       },
-       {"layer_norm_mean: reduction", "layer_norm_var: reduction"}},
-      {"transpose",
-       [](bool d) {
-         Tensor X = ph({2, d ? 16 : 11, 4, d ? 16 : 9}, "X");
-         return std::vector<Tensor>{X, te::ops::transpose(X, {0, 2, 1, 3})};
-       },
-       {"transpose: injective"}},
-      {"row_and_column_sums",
-       [](bool d) {
-         Tensor X = ph({d ? 16 : 13, d ? 64 : 37}, "X");
-         Tensor rows = te::ops::reduce(X, te::ops::ReduceKind::kSum, {1}, false, "rows");
-         Tensor cols = te::ops::reduce(X, te::ops::ReduceKind::kMax, {0}, false, "cols");
-         return std::vector<Tensor>{X, rows, cols};
-       },
-       {"rows: reduction", "cols: reduction"}},
-      {"sum_all",
-       [](bool d) {
-         Tensor X = ph({d ? 64 : 61, d ? 64 : 67}, "X");
-         return std::vector<Tensor>{X, te::ops::reduce(X, te::ops::ReduceKind::kSum, {}, false, "total")};
-       },
-       {"total: reduction"}},
-      {"global_avg_pool",
-       [](bool d) {
-         Tensor X = ph({1, d ? 32 : 21, 7, 7}, "X");
-         return std::vector<Tensor>{X, te::ops::global_avg_pool2d(X)};
-       },
-       {"reduction"}},
-      {"max_pool_padded",
-       [](bool d) {
-         Tensor X = ph({1, 4, d ? 16 : 13, d ? 16 : 11}, "X");
-         return std::vector<Tensor>{X, te::ops::max_pool2d(X, {3, 3}, {2, 2}, {1, 1})};
-       },
-       {"reduction"}},
-      {"conv2d_padded",
-       [](bool d) {
-         Tensor X = ph({1, d ? 8 : 5, d ? 14 : 9, d ? 14 : 11}, "X"), W = ph({d ? 16 : 7, d ? 8 : 5, 3, 3}, "W");
-         return std::vector<Tensor>{X, W, te::ops::conv2d_nchw(X, W, {1, 1}, {1, 1})};
-       },
-       {"conv2d_nchw: multi-level tiled, through a cache_write", "pad: placed"}},
-  };
-}
 
 std::string lowered(const Instance& inst) { return lowering::to_string(lower(inst.schedule, inst.args, "f")); }
 
@@ -256,12 +158,6 @@ TEST(AutoRules, LargeComputationsKeepTheirSpacesWithinInt64) {
     Instance inst = sp->instantiate(sp->space().get(index));
     EXPECT_EQ(test::compare_with_reference(inst.schedule, inst.args), "") << "config " << index;
   }
-}
-
-TEST(AutoRules, GpuTargetsHaveNoRulesYet) {
-  Tensor A = ph({4}, "A");
-  Tensor B = te::compute({4}, [&](Var i) { return A(i) + 1.0f; }, "B");
-  EXPECT_THROW(make_auto_space({A, B}, Target("cuda")), Error);
 }
 
 }  // namespace

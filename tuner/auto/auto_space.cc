@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "loom/lower/lower.h"
 #include "loom/tuner/schedule_by_pattern.h"
 #include "sketch.h"
 
@@ -25,15 +26,13 @@ class AutoSpace : public SearchSpace {
  public:
   AutoSpace(std::vector<te::Tensor> args, Target target, AutoOptions opt)
       : args_(std::move(args)), target_(std::move(target)), opt_(opt), dag_(outputs_of(args_)) {
-    LOOM_CHECK(!target_.is_cuda(), "auto-scheduler: target '{}': only CPU targets have sketch rules so far",
-               target_.str());
     if (opt_.include_pattern) {
       space_.define_choice("sketch", {kRulesSketch, kPatternSketch});
       sketch_knob_ = 0;
     }
     SketchBuilder b(dag_, target_, &space_);
     if (opt_.include_pattern) b.count_knob(2);
-    const auto& rules = autosched::cpu_rules();
+    const auto& rules = autosched::rules_for(target_);
     const int n = int(dag_.stages().size());
     for (int i = n - 1; i >= 0; --i) {
       if (dag_.stages()[size_t(i)].placeholder) continue;
@@ -75,7 +74,9 @@ class AutoSpace : public SearchSpace {
 
   Instance instantiate(const ConfigEntity& e) const override {
     LOOM_CHECK(e.space() == &space_, "auto-scheduler: config {} belongs to another config space", e.index());
-    return Instance{generate(e, nullptr), args_};
+    Instance inst{generate(e, nullptr), args_};
+    if (target_.is_cuda()) check_gpu_limits(inst, e);
+    return inst;
   }
 
   int64_t canonical(int64_t index) const override {
@@ -114,6 +115,19 @@ class AutoSpace : public SearchSpace {
   }
 
  private:
+  /// A GPU config is lowered (not compiled): one whose kernels break the GPU's limits (shared
+  /// memory, registers for local arrays, threads; lowering::verify_gpu) is rejected before it
+  /// is built.
+  void check_gpu_limits(const Instance& inst, const ConfigEntity& e) const {
+    lowering::LowerOptions opts;
+    opts.target = target_;
+    try {
+      lowering::lower(inst.schedule, inst.args, "auto_check", opts);
+    } catch (const Error& err) {
+      throw InstantiationError(fmt::format("auto-scheduler: config {} ({}): {}", e.index(), e.str(), err.what()));
+    }
+  }
+
   /// The schedule of config `e`; with `canonical`, the choices of its canonical config.
   schedule::Schedule generate(const ConfigEntity& e, std::vector<int>* canonical) const {
     Generator g(dag_, plans_, target_, lanes_, e);
@@ -163,6 +177,17 @@ const std::vector<const SketchRule*>& cpu_rules() {
       &injective_rule(),
   };
   return rules;
+}
+
+const std::vector<const SketchRule*>& gpu_rules() {
+  static const std::vector<const SketchRule*> rules = {
+      &always_inline_rule(), &gpu_multi_level_tiling_rule(), &gpu_reduction_rule(), &gpu_injective_rule(),
+  };
+  return rules;
+}
+
+const std::vector<const SketchRule*>& rules_for(const Target& target) {
+  return target.is_cuda() ? gpu_rules() : cpu_rules();
 }
 
 }  // namespace autosched

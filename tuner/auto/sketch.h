@@ -48,6 +48,7 @@ struct StagePlan {
   const class SketchRule* rule = nullptr;
   int epilogue = -1;  // kTiled: the stage it is fused into; -1: a cache_write copy of it
   int anchor = -1;    // kEpilogue: the tiled stage whose tiles it follows
+  int host = -1;      // GPU kReduction: the injective stage whose blocks it may be computed in
   std::map<std::string, int> knobs;  // what → knob index in the space
 };
 
@@ -209,6 +210,10 @@ class SketchRule {
 
 /// The CPU rules, in the order they are tried.
 const std::vector<const SketchRule*>& cpu_rules();
+/// The GPU rules (target cuda), in the order they are tried (rules/gpu/).
+const std::vector<const SketchRule*>& gpu_rules();
+/// The rules of `target`.
+const std::vector<const SketchRule*>& rules_for(const Target& target);
 
 // The rules (one file each under rules/), and what they share.
 const SketchRule& always_inline_rule();
@@ -217,6 +222,32 @@ const SketchRule& fuse_consumer_rule();
 const SketchRule& reduction_rule();
 const SketchRule& compute_location_rule();
 const SketchRule& injective_rule();
+const SketchRule& gpu_multi_level_tiling_rule();
+const SketchRule& gpu_reduction_rule();
+const SketchRule& gpu_injective_rule();
+
+// ---------------------------------------------------------------- GPU (rules/gpu/)
+
+/// Threads per block at most (GpuLimits::max_threads_per_block).
+inline constexpr int64_t kGpuMaxThreads = 1024;
+/// The widest vector load or store of a GPU thread, in bits (float4).
+inline constexpr int kGpuVectorBits = 128;
+/// Throws InstantiationError when a GPU vector of `lanes` elements of `t` is wider than
+/// kGpuVectorBits.
+void check_gpu_vector(int64_t lanes, DataType t);
+/// Thread-count choices of a GPU stage whose threads cover `extent` points: the powers of two
+/// from 32 to 1024, past the first that covers the extent dropped.
+std::vector<int64_t> gpu_thread_values(int64_t extent);
+/// gpu/reduction.cc: the injective stage whose blocks reduction `i` may be computed in (-1:
+/// none): its only effective consumer (through other such reductions), an injective stage
+/// whose leading spatial axes are the reduction's.
+int gpu_reduction_host(const SketchBuilder& b, int i);
+/// gpu/injective.cc: the leading axes of injective stage `i` that the reductions computed in
+/// its blocks keep (0: no reduction can be).
+size_t gpu_row_axes(const SketchBuilder& b, int i);
+/// gpu/injective.cc: whether injective stage `i` runs one block per row (its "rows" knob):
+/// the reductions hosted in it are computed at `*block` with `*threads` threads.
+bool gpu_rows(Generator& g, int i, te::IterVar* block, int64_t* threads);
 
 /// multi_level_tiling.cc: the spatial axes of `st` (a tiled stage, its epilogue or its copy:
 /// their axes correspond) split by tiled stage `anchor`'s S<d> knobs into four levels each.

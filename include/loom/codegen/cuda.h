@@ -32,7 +32,45 @@ std::string compile_to_ptx(const std::string& src, const std::string& arch, bool
 /// else sm_80.
 std::string cuda_arch(const Target& target);
 
+/// One kernel's resources as ptxas -v reports them.
+struct PtxasKernelInfo {
+  std::string name;
+  int registers = 0;
+  int64_t stack_frame_bytes = 0, spill_store_bytes = 0, spill_load_bytes = 0;
+  int64_t shared_bytes = 0;  // static shared memory
+  int barriers = 0;
+  /// "name: N registers, … bytes shared memory".
+  std::string str() const;
+};
+/// The CUDA toolkit's ptxas: $LOOM_PTXAS, else ptxas on PATH, else /usr/local/cuda/bin/ptxas;
+/// "" when there is none.
+std::string ptxas_path();
+/// Assembles `ptx` for `arch` ("sm_80", "sm_90a") with ptxas -v: throws loom::Error with its
+/// output when it rejects the PTX (an instruction the architecture lacks, a malformed
+/// operand), else returns each kernel's registers, spills and shared memory.
+std::vector<PtxasKernelInfo> ptxas_check(const std::string& ptx, const std::string& arch);
+
 /// Compiles lowered (packed) functions with device kernels into a "cuda" module.
 runtime::Module build_cuda(const std::vector<lowering::LoweredFunc>& funcs, const Target& target);
+
+struct CudaEmulationOptions {
+  /// Runs every call twice, the second time with the blocks, and the threads of each block
+  /// between barriers, in the opposite order, and throws when the results differ (a race).
+  bool check_races = true;
+};
+
+/// The module build_cuda makes, but run on the CPU: the same CUDA C compiled with the host
+/// C++ compiler ($LOOM_CXX, else c++) against a model of CUDA's execution (threads of a block
+/// as fibers meeting at __syncthreads, blocks one after another, __shared__ arrays shared by
+/// a block), launched by the same plans. Its functions take host (kDLCPU) tensors, the
+/// emulation's device memory; an access past the end of an argument, a temporary or a
+/// shared array throws naming the kernel and the buffer. For checking generated kernels
+/// without a GPU: slow (a thread switch at every barrier), and blind to what it does not
+/// model. Throws when the kernels use what the model lacks (cuda_emulation_unsupported).
+runtime::Module build_cuda_emulated(const std::vector<lowering::LoweredFunc>& funcs, const Target& target,
+                                    const CudaEmulationOptions& opts = {});
+/// "" when build_cuda_emulated can run `funcs`, else what their kernels use that the
+/// emulation does not model (WMMA fragments, inline PTX).
+std::string cuda_emulation_unsupported(const std::vector<lowering::LoweredFunc>& funcs, const Target& target);
 
 }  // namespace loom::codegen

@@ -116,6 +116,9 @@ struct ProducerRealizeNode : StmtNode {
   Stmt body;
   /// storage_align per dimension: (factor, offset), 0 factor when none.
   std::vector<std::pair<int, int>> align;
+  /// storage_order: the dimensions in the order they are laid out, outermost first (empty:
+  /// 0, 1, …).
+  std::vector<int> order;
 };
 
 struct StoreNode : StmtNode {

@@ -100,6 +100,10 @@ class Stage {
   void compute_root();
   /// Pads the stride of dimension `axis`'s dimension so that stride % factor == offset.
   void storage_align(const IterVar& axis, int factor, int offset);
+  /// Lays the stage's buffer out with its dimensions in the order of `axes` (every spatial
+  /// root axis of the operation once, outermost first); loops and indexing are unchanged.
+  /// A shared tile A[m, k] stored k-major, say, so that a thread reads consecutive m at once.
+  void storage_order(const std::vector<IterVar>& axes);
   void set_scope(const std::string& scope);
   void double_buffer();
   /// Sets parameter `key` of an extern operation's body (te::extern_op's `params`: a block
@@ -123,6 +127,7 @@ struct StageNode {
   IterVar attach_ivar;
   std::string scope;  // storage scope; empty means the default ("global")
   std::map<int, std::pair<int, int>> storage_align;  // dim → (factor, offset)
+  std::vector<int> storage_order;                      // dims outermost first; empty: natural
   bool double_buffer = false;
   bool is_output = false;
   /// Parameters of an extern operation's body set by extern_param (the rest keep the

@@ -22,8 +22,9 @@ struct AutoOptions {
 };
 
 /// The search space of the computation `args` (its inputs, then its outputs, in call order;
-/// every placeholder the outputs read must be among them) on `target` (CPU targets). Throws
-/// loom::Error for an empty computation or a GPU target (its rules are to come).
+/// every placeholder the outputs read must be among them) on `target`: the CPU rules, or the
+/// GPU rules for target cuda (docs/auto_scheduler.md). Throws loom::Error for an empty
+/// computation.
 std::shared_ptr<const SearchSpace> make_auto_space(std::vector<te::Tensor> args, const Target& target,
                                                    const AutoOptions& opt = {});
 
