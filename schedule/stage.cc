@@ -363,6 +363,17 @@ void Stage::storage_align(const IterVar& axis, int factor, int offset) {
   s->storage_align[int(it - root.begin())] = {factor, offset};
 }
 
+void Stage::compute_padded(Expr pad_value) {
+  StageNode* s = self_of(*this, "compute_padded");
+  check_compute(s, "compute_padded");
+  LOOM_CHECK(!s->is_output, "stage '{}': cannot compute_padded an output (it would write past its shape)", name_of(s));
+  LOOM_CHECK(pad_value.defined(), "stage '{}': compute_padded: the pad value is undefined", name_of(s));
+  LOOM_CHECK(pad_value.dtype().lanes() == 1 && !pad_value.dtype().is_handle(),
+             "stage '{}': compute_padded: the pad value must be a scalar, got {}", name_of(s),
+             pad_value.dtype().str());
+  s->pad_value = pad_value;
+}
+
 void Stage::storage_order(const std::vector<IterVar>& axes) {
   StageNode* s = self_of(*this, "storage_order");
   check_compute(s, "storage_order");
