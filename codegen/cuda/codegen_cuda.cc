@@ -1,11 +1,14 @@
 // CUDA C from the device kernels of lowered functions.
 //
-// Vector expressions (after vectorize_loops) are scalarized lane by lane, except a store of
-// a vector loaded contiguously from another buffer (a cooperative fetch): 2 or 4 float32
-// lanes become one float2/float4 copy, other types of 4, 8 or 16 bytes (8 float16 lanes)
-// one unsigned int/uint2/uint4 copy, when both indices are provably multiples of the lane
-// count. Buffers are at least 16-byte aligned (cuMemAlloc gives 256; the CUDA module checks
-// user arrays; shared and local arrays are declared __align__(16)).
+// Vector expressions (after vectorize_loops) are computed lane by lane, but memory is moved a
+// whole vector at a time where it can be: a contiguous, unpredicated vector load or store
+// of 2 or 4 float32 lanes is one float2/float4 access, of other types of 4, 8 or 16 bytes (8
+// float16 lanes) one unsigned int/uint2/uint4 access, when its index is provably a multiple
+// of the lane count. A vector store reads such loads once into temporaries and, when its own
+// index qualifies, writes one vector (else one lane at a time: a transposing fetch stores a
+// float4 read from global memory as four scalars). Buffers are at least 16-byte aligned
+// (cuMemAlloc gives 256; the CUDA module checks user arrays; shared and local arrays are
+// declared __align__(16)).
 #include <cmath>
 #include <map>
 #include <set>
@@ -14,6 +17,7 @@
 #include "codegen_cuda_internal.h"
 #include "loom/codegen/cuda.h"
 #include "loom/lower/ir_visitor.h"
+#include "loom/te/expr_functor.h"
 #include "loom/te/intrinsics.h"
 #include "loom/runtime/error.h"
 #include "loom/te/arith.h"
@@ -281,6 +285,8 @@ class KernelPrinter {
       }
       case ExprKind::Load: {
         auto* n = e.as<te::LoadNode>();
+        if (auto it = vector_loads_.find(n); it != vector_loads_.end() && lane >= 0)
+          return lane_of(it->second.first, it->second.second, t.element_of(), lane);
         std::string ref = load_ref(n->buffer_var, t, expr(n->index, lane));
         if (!n->predicate.defined()) return ref;
         return fmt::format("({} ? {} : ({})0)", expr(n->predicate, lane), ref, type(t));
@@ -344,25 +350,84 @@ class KernelPrinter {
     return *c;
   }
 
+  /// A vector load read as one copy of `copy_type` bytes: contiguous, unpredicated, its start
+  /// provably a multiple of the lane count (buffers are 16-byte aligned).
+  const char* whole_vector_load(const te::LoadNode* ld) {
+    const int lanes = ld->dtype.lanes();
+    auto* ramp = ld->index.as<te::RampNode>();
+    if (lanes < 2 || ld->predicate.defined() || !ramp || !is_one(ramp->stride) || !divisible(ramp->base, lanes))
+      return nullptr;
+    return copy_type(ld->dtype.element_of(), lanes);
+  }
+
+  /// Lane `lane` of a vector held in the C variable `v` of copy type `vt`.
+  std::string lane_of(const std::string& v, const char* vt, DataType et, int lane) {
+    if (std::string(vt).rfind("float", 0) == 0) return fmt::format("{}.{}", v, "xyzw"[lane]);
+    return fmt::format("((const {}*)&{})[{}]", type(et), v, lane);
+  }
+
+  /// A vector store: its whole-vector loads read once into temporaries, then one vector store
+  /// when the destination is contiguous and aligned, else one store per lane.
   void vector_store(const StoreNode* s) {
-    int lanes = s->value.dtype().lanes();
+    const int lanes = s->value.dtype().lanes();
+    const DataType et = s->value.dtype().element_of();
     auto* ramp = s->index.as<te::RampNode>();
-    auto* ld = s->value.as<te::LoadNode>();
-    DataType et = s->value.dtype().element_of();
-    const char* vt = ld && ld->dtype == s->value.dtype() ? copy_type(et, lanes) : nullptr;
-    if (!s->predicate.defined() && ramp && ld && !ld->predicate.defined() && vt &&
-        is_one(ramp->stride) && divisible(ramp->base, lanes)) {
-      if (auto* src = ld->index.as<te::RampNode>(); src && is_one(src->stride) && divisible(src->base, lanes)) {
-        line() << fmt::format("*({0}*)({1} + {2}) = *(const {0}*)({3} + {4});\n", vt, name(s->buffer_var),
-                              expr(ramp->base, -1), name(ld->buffer_var), expr(src->base, -1));
-        return;
-      }
+    const char* store_vt = !s->predicate.defined() && ramp && is_one(ramp->stride) && divisible(ramp->base, lanes)
+                               ? copy_type(et, lanes)
+                               : nullptr;
+    // A copy between two whole vectors: one line.
+    if (auto* ld = s->value.as<te::LoadNode>(); store_vt && ld && ld->dtype == s->value.dtype() &&
+                                                whole_vector_load(ld) == store_vt) {
+      line() << fmt::format("*({0}*)({1} + {2}) = *(const {0}*)({3} + {4});\n", store_vt, name(s->buffer_var),
+                            expr(ramp->base, -1), name(ld->buffer_var), expr(ld->index.as<te::RampNode>()->base, -1));
+      return;
     }
-    for (int l = 0; l < lanes; ++l) {
+    std::vector<const te::LoadNode*> loads;
+    te::post_order_visit(s->value, [&](const Expr& e) {
+      if (auto* ld = e.as<te::LoadNode>(); ld && whole_vector_load(ld) && !vector_loads_.count(ld)) loads.push_back(ld);
+    });
+    if (loads.empty() && !store_vt) return scalar_stores(s);
+    line() << "{\n";
+    ++indent_;
+    std::vector<const te::LoadNode*> hoisted;
+    for (const te::LoadNode* ld : loads) {
+      if (vector_loads_.count(ld)) continue;
+      const char* vt = whole_vector_load(ld);
+      std::string v = fresh("vload");
+      line() << fmt::format("const {0} {1} = *(const {0}*)({2} + {3});\n", vt, v, name(ld->buffer_var),
+                            expr(ld->index.as<te::RampNode>()->base, -1));
+      vector_loads_[ld] = {v, vt};
+      hoisted.push_back(ld);
+    }
+    if (store_vt) {
+      std::string v = fresh("vstore");
+      line() << fmt::format("{} {};\n", store_vt, v);
+      for (int l = 0; l < lanes; ++l)
+        line() << fmt::format("(({}*)&{})[{}] = {};\n", type(et), v, l, expr(s->value, l));
+      line() << fmt::format("*({}*)({} + {}) = {};\n", store_vt, name(s->buffer_var), expr(ramp->base, -1), v);
+    } else {
+      scalar_stores(s);
+    }
+    for (const te::LoadNode* ld : hoisted) vector_loads_.erase(ld);
+    --indent_;
+    line() << "}\n";
+  }
+
+  void scalar_stores(const StoreNode* s) {
+    const DataType et = s->value.dtype().element_of();
+    for (int l = 0; l < s->value.dtype().lanes(); ++l) {
       std::string st = fmt::format("{} = {};", load_ref(s->buffer_var, et, expr(s->index, l)), expr(s->value, l));
       if (s->predicate.defined()) line() << fmt::format("if ({}) {}\n", expr(s->predicate, l), st);
       else line() << st << "\n";
     }
+  }
+
+  /// A C name for a temporary no kernel variable has.
+  std::string fresh(const std::string& base) {
+    std::string n = base;
+    for (int i = 1; used_.count(n); ++i) n = fmt::format("{}_{}", base, i);
+    used_.insert(n);
+    return n;
   }
 
   void block(const Stmt& s) {
@@ -476,6 +541,8 @@ class KernelPrinter {
   std::map<const te::VarNode*, std::string> names_;
   std::map<const te::VarNode*, DataType> buffer_types_;
   std::set<std::string> used_;
+  /// Whole-vector loads read into a temporary: its name and copy type.
+  std::map<const te::LoadNode*, std::pair<std::string, const char*>> vector_loads_;
   std::ostringstream out_;
   int indent_ = 0;
   bool uses_half_ = false;
