@@ -33,10 +33,10 @@ class PeakLocalBytes : public IRVisitor {
 
  protected:
   void visit_(const AllocateNode* a) override {
-    const bool fragments = a->scope.rfind("wmma.", 0) == 0;
+    const bool fragments = a->scope.rfind("wmma.", 0) == 0 || a->scope.rfind("mma.", 0) == 0;
     LOOM_CHECK(a->scope == "shared" || a->scope == "local" || fragments,
                "verify_gpu: kernel '{}' allocates buffer '{}' in scope '{}' inside the kernel; only 'shared', "
-               "'local' and the wmma fragment scopes can be allocated there",
+               "'local' and the wmma.* and mma.* fragment scopes can be allocated there",
                k_.name, a->buffer_var.name(), a->scope);
     int64_t bytes = 0;
     if (a->scope != "shared") {

@@ -54,7 +54,7 @@ std::vector<Expr> redirect_loads(const ScheduleNode* sch, const std::vector<Expr
 /// An unused stage name: `base`, or `base.1`, `base.2`, … if a stage already has it.
 std::string unique_stage_name(const ScheduleNode* sch, const std::string& base);
 
-/// Checks a storage scope name ("global", "shared", "local", "warp", "wmma.*", "shared.dyn").
+/// Checks a storage scope name ("global", "shared", "local", "warp", "wmma.*", "mma.*", "shared.dyn").
 void check_scope(const std::string& where, const std::string& scope);
 
 }  // namespace loom::schedule::detail

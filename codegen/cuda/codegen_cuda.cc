@@ -42,6 +42,41 @@ template <typename T> __device__ __forceinline__ T loom_floormod(T a, T b) {
 }
 )";
 
+/// The device functions behind the loom.mma_* intrinsics (intrinsics_cuda.cc): fragments of
+/// mma.sync.m16n8k16 in per-lane register arrays, A as ldmatrix.x4 leaves it (a0: rows 0-7,
+/// k 0-7; a1: rows 8-15; a2, a3: k 8-15), B as ldmatrix.x2.trans leaves a 16x8 k x n tile,
+/// C as rows lane/4 and lane/4 + 8, columns 2 (lane % 4) and the next.
+constexpr const char* kMmaPrelude = R"(__device__ __forceinline__ unsigned loom_lane_id() {
+  unsigned l;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+  return l;
+}
+__device__ __forceinline__ void loom_mma_fill(float* c) { c[0] = c[1] = c[2] = c[3] = 0.0f; }
+__device__ __forceinline__ void loom_ldmatrix_x4(unsigned* f, const __half* tile, long long ld) {
+  const unsigned l = loom_lane_id();
+  const unsigned a = (unsigned)__cvta_generic_to_shared(tile + (l % 16) * ld + (l / 16) * 8);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3]) : "r"(a));
+}
+__device__ __forceinline__ void loom_ldmatrix_x2_trans(unsigned* f, const __half* tile, long long ld) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(tile + (loom_lane_id() % 16) * ld);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(f[0]), "=r"(f[1]) : "r"(a));
+}
+__device__ __forceinline__ void loom_mma_m16n8k16(float* c, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void loom_mma_store(float* dst, long long ld, const float* c) {
+  const unsigned l = loom_lane_id(), r = l / 4, col = 2 * (l % 4);
+  dst[r * ld + col] = c[0];
+  dst[r * ld + col + 1] = c[1];
+  dst[(r + 8) * ld + col] = c[2];
+  dst[(r + 8) * ld + col + 1] = c[3];
+}
+)";
+
 }  // namespace
 
 std::string cuda_c_type(DataType t, const std::string& where) {
@@ -133,7 +168,10 @@ class KernelPrinter {
     for (const Var& v : k_.scalar_params) params.push_back(fmt::format("{} {}", c_type(v.dtype(), where), declare(v)));
     post_order_visit(k_.body, [&](const Stmt& st) {
       if (const auto* e = st.as<EvaluateNode>())
-        if (const auto* c = e->value.as<te::CallNode>(); c && c->name.rfind("loom.wmma_", 0) == 0) uses_wmma_ = true;
+        if (const auto* c = e->value.as<te::CallNode>()) {
+          if (c->name.rfind("loom.wmma_", 0) == 0) uses_wmma_ = true;
+          if (c->name.rfind("loom.mma_", 0) == 0) uses_mma_ = true;
+        }
     });
     indent_ = 1;
     stmt(k_.body);
@@ -146,6 +184,7 @@ class KernelPrinter {
 
   bool uses_half() const { return uses_half_; }
   bool uses_wmma() const { return uses_wmma_; }
+  bool uses_mma() const { return uses_mma_; }
 
  private:
   // ---- names
@@ -307,11 +346,36 @@ class KernelPrinter {
   }
 
   // ---- statements
+  /// A buffer of scope mma.matrix_a/matrix_b/accumulator: per-lane registers of mma.sync
+  /// m16n8k16 fragments (te/tensor_intrinsics/mma.cc): 4 unsigned per 16x16 A tile, 2 per
+  /// 16x8 B tile, 4 floats per 16x8 accumulator tile.
+  void mma_fragments(const AllocateNode* n, int64_t elems, const std::string& scope) {
+    const DataType t = n->dtype.element_of();
+    const bool acc = scope == "mma.accumulator";
+    if (!acc && scope != "mma.matrix_a" && scope != "mma.matrix_b")
+      fail("CUDA codegen: kernel {}: unknown fragment scope '{}' of buffer '{}' (mma.matrix_a, mma.matrix_b or "
+           "mma.accumulator)",
+           k_.name, scope, n->buffer_var.name());
+    LOOM_CHECK(t == (acc ? DataType::Float(32) : DataType::Float(16)),
+               "CUDA codegen: kernel {}: {} fragment '{}' must be {}, got {}", k_.name, scope, n->buffer_var.name(),
+               acc ? "float32" : "float16", t.str());
+    const int64_t tile = scope == "mma.matrix_a" ? 256 : 128, regs = scope == "mma.matrix_b" ? 2 : 4;
+    LOOM_CHECK(elems % tile == 0, "CUDA codegen: kernel {}: fragment buffer '{}' holds {} elements, not a whole number "
+               "of {}-element tiles", k_.name, n->buffer_var.name(), elems, tile);
+    line() << "{\n";
+    ++indent_;
+    line() << fmt::format("{} {}[{}];\n", acc ? "float" : "unsigned", declare(n->buffer_var), elems / tile * regs);
+    stmt(n->body);
+    --indent_;
+    line() << "}\n";
+  }
+
   /// A buffer of scope wmma.matrix_a/matrix_b/accumulator: an array of 16x16x16 fragments,
   /// one per 256 elements (te/tensor_intrinsics/wmma.cc numbers them).
   void fragments(const AllocateNode* n, int64_t size, const std::string& scope) {
     const DataType t = n->dtype.element_of();
     const int64_t elems = size * n->dtype.lanes();
+    if (scope.rfind("mma.", 0) == 0) return mma_fragments(n, elems, scope);
     LOOM_CHECK(elems % 256 == 0, "CUDA codegen: kernel {}: fragment buffer '{}' holds {} elements, not a whole number of "
                "16x16 fragments", k_.name, n->buffer_var.name(), elems);
     std::string frag;
@@ -465,7 +529,7 @@ class KernelPrinter {
         auto* n = s.as<AllocateNode>();
         int64_t size = const_extent(n->size(), fmt::format("allocation '{}'", n->buffer_var.name()));
         std::string scope = n->scope.empty() ? "local" : n->scope;
-        if (scope.rfind("wmma.", 0) == 0) return fragments(n, size, scope);
+        if (scope.rfind("wmma.", 0) == 0 || scope.rfind("mma.", 0) == 0) return fragments(n, size, scope);
         LOOM_CHECK(scope == "shared" || scope == "local",
                    "CUDA codegen: kernel {}: allocation '{}' in scope '{}' inside a kernel (only shared and local)",
                    k_.name, n->buffer_var.name(), scope);
@@ -547,6 +611,7 @@ class KernelPrinter {
   int indent_ = 0;
   bool uses_half_ = false;
   bool uses_wmma_ = false;  // the kernel calls loom.wmma_* (set before printing)
+  bool uses_mma_ = false;   // the kernel calls loom.mma_* (set before printing)
 };
 
 }  // namespace
@@ -557,7 +622,7 @@ std::string cuda_kernel_source(const DeviceFunc& k, const CudaCodegenOptions& op
 
 std::string cuda_source(const std::vector<LoweredFunc>& funcs, const CudaCodegenOptions& opts) {
   std::string body;
-  bool half = false, wmma = false;
+  bool half = false, wmma = false, mma = false;
   for (const auto& f : funcs)
     for (const auto& k : f.device_funcs) {
       KernelPrinter p(k, opts);
@@ -565,8 +630,10 @@ std::string cuda_source(const std::vector<LoweredFunc>& funcs, const CudaCodegen
       body += p.print();
       half = half || p.uses_half();
       wmma = wmma || p.uses_wmma();
+      mma = mma || p.uses_mma();
     }
-  return std::string(half ? "#include <cuda_fp16.h>\n" : "") + (wmma ? "#include <mma.h>\n" : "") + kPrelude + body;
+  return std::string(half || mma ? "#include <cuda_fp16.h>\n" : "") + (wmma ? "#include <mma.h>\n" : "") + kPrelude +
+         (mma ? kMmaPrelude : "") + body;
 }
 
 std::string cuda_source(const LoweredFunc& f, const CudaCodegenOptions& opts) {

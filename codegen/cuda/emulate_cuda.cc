@@ -46,6 +46,7 @@ std::vector<std::string> find_cxx_compiler() {
 /// What of the source the emulation does not model, or "".
 std::string unmodeled(const std::string& src) {
   if (src.find("nvcuda::wmma") != std::string::npos) return "WMMA fragments (nvcuda::wmma)";
+  if (src.find("mma.sync") != std::string::npos) return "warp-collective mma.sync and ldmatrix (inline PTX)";
   if (src.find("asm(") != std::string::npos || src.find("asm volatile") != std::string::npos) return "inline PTX";
   return "";
 }
