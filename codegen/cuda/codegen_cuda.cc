@@ -633,7 +633,7 @@ std::string cuda_source(const std::vector<LoweredFunc>& funcs, const CudaCodegen
       mma = mma || p.uses_mma();
     }
   return std::string(half || mma ? "#include <cuda_fp16.h>\n" : "") + (wmma ? "#include <mma.h>\n" : "") + kPrelude +
-         (mma ? kMmaPrelude : "") + body;
+         (mma && !opts.omit_mma_functions ? kMmaPrelude : "") + body;
 }
 
 std::string cuda_source(const LoweredFunc& f, const CudaCodegenOptions& opts) {

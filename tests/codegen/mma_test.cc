@@ -1,14 +1,15 @@
 // The mma.sync tensor intrinsics (te/tensor_intrinsics/mma.cc): matmul_mma's configs lowered
 // for cuda, their CUDA C (register fragments, ldmatrix, mma.sync, no scalar code on
 // fragments), NVRTC compiling it for sm_80 and sm_90a and ptxas assembling the PTX (skipped
-// where they are missing), and the emulator refusing it. Running the kernels needs a GPU
-// (tests/e2e/mma_gpu_test.cc).
+// where they are missing), and its results in the CUDA emulator against te::evaluate. On a
+// GPU: tests/e2e/tensorcore_gpu_test.cc.
 #include <gtest/gtest.h>
 #include <loom/codegen/cuda.h>
 #include <loom/te/tensor_intrinsics.h>
 
 #include <random>
 
+#include "common/test_util.h"
 #include "loom/loom.h"
 #include "loom/tuner/task.h"
 
@@ -21,11 +22,16 @@ size_t count(const std::string& s, const std::string& part) {
   return n;
 }
 
-/// The default config and up to `n` random ones that the template accepts.
+/// The default config (if the template accepts it) and up to `n` random ones it accepts.
 std::vector<int64_t> configs(const tuner::Task& task, int n) {
-  std::vector<int64_t> idx = {task.default_index()};
+  std::vector<int64_t> idx;
+  try {
+    task.instantiate(task.default_index());
+    idx.push_back(task.default_index());
+  } catch (const tuner::InstantiationError&) {
+  }
   std::mt19937_64 rng(5);
-  for (int tries = 0; int(idx.size()) <= n && tries < 400; ++tries) {
+  for (int tries = 0; int(idx.size()) <= n && tries < 2000; ++tries) {
     int64_t i = int64_t(rng() % uint64_t(task.space().size()));
     try {
       task.instantiate(i);
@@ -108,11 +114,18 @@ TEST(Mma, PtxForSm80AndSm90aAssembles) {
   }
 }
 
-TEST(Mma, EmulatorRefusesIt) {
-  tuner::Task task = tuner::Task::create("matmul_mma", {128, 128, 32}, Target("cuda"), "float16");
-  tuner::Instance inst = task.instantiate_default();
-  lowering::LoweredFunc f = lower(inst.schedule, inst.args, "mm", lowering::LowerOptions{.target = Target("cuda")});
-  EXPECT_NE(codegen::cuda_emulation_unsupported({f}, Target("cuda")).find("mma.sync"), std::string::npos);
+TEST(Mma, EmulatedConfigsMatchTheReference) {
+  // The emulator's models of ldmatrix and mma.sync take each lane's elements in the PTX
+  // fragment layouts: a wrong fragment index, tile offset or row stride gives wrong results.
+  for (auto shape : std::vector<std::vector<int64_t>>{{128, 128, 64}, {64, 48, 96}}) {
+    tuner::Task task = tuner::Task::create("matmul_mma", shape, Target("cuda"), "float16");
+    for (int64_t i : configs(task, 3)) {
+      tuner::Instance inst = task.instantiate(i);
+      EXPECT_EQ(test::compare_emulated_with_reference(inst.schedule, inst.args), "")
+          << shape[0] << "x" << shape[1] << "x" << shape[2] << " config " << i << " (" << task.space().get(i).str()
+          << ")";
+    }
+  }
 }
 
 TEST(Mma, MismatchedComputeIsNamed) {
