@@ -11,6 +11,7 @@
 #include "loom/te/arith.h"
 #include "loom/te/intrinsics.h"
 #include "loom/te/tensor_intrinsics.h"
+#include "fragments.h"
 
 namespace loom::te {
 
@@ -18,35 +19,12 @@ namespace {
 
 constexpr int kM = 16, kN = 8, kK = 16;
 
-/// The number of a fragment buffer region's tile, tiles being `rows` × `cols`.
-Expr tile_index(const BufferRegion& r, int rows, int cols) {
-  auto row = as_const_int(simplify(r.strides[0]));
-  LOOM_CHECK(row && *row % cols == 0 && is_const_int(simplify(r.strides[1]), 1),
-             "fragment buffer '{}' must be row-major with rows a multiple of {} elements long, but its strides are {}",
-             r.name, cols, r.strides_str());
-  const Expr off = r.elem_offset;
-  const DataType t = off.dtype();
-  return simplify(floordiv(off, make_const(t, rows * *row)) * make_const(t, *row / cols) +
-                  floordiv(floormod(off, make_const(t, *row)), make_const(t, cols)));
-}
-
-/// The row stride of a row-major memory region; ldmatrix needs rows of a multiple of 16 bytes.
-Expr row_stride(const BufferRegion& r, bool check_alignment) {
-  LOOM_CHECK(is_const_int(simplify(r.strides[1]), 1), "'{}' must be row-major (unit column stride), but its strides are {}",
-             r.name, r.strides_str());
-  Expr ld = simplify(r.strides[0]);
-  if (auto c = as_const_int(ld); c && check_alignment)
-    LOOM_CHECK((*c * r.dtype.bytes()) % 16 == 0, "the rows of '{}' ({} elements) must be a multiple of 16 bytes long",
-               r.name, *c);
-  return ld;
-}
-
 TensorIntrin load(const char* name, const char* call_name, int rows, int cols, const char* doc) {
   Tensor src = placeholder({rows, cols}, DataType::Float(16), "src");
   Tensor dst = compute({rows, cols}, [&](Var i, Var j) { return src(i, j); }, "dst");
   auto body = [call_name, rows, cols](const std::vector<BufferRegion>& in, const BufferRegion& out) -> Expr {
     return call(DataType::Void(), call_name,
-                {out.data, tile_index(out, rows, cols), in[0].access_ptr(), row_stride(in[0], true)});
+                {out.data, fragments::tile_index(out, rows, cols), in[0].access_ptr(), fragments::row_stride(in[0], true)});
   };
   return decl_tensor_intrin(name, dst, {src}, body, {}, {}, doc);
 }
@@ -64,20 +42,15 @@ TensorIntrin mma_load_b() {
 }
 
 TensorIntrin mma_m16n8k16() {
-  Tensor a = placeholder({kM, kK}, DataType::Float(16), "a");
-  Tensor b = placeholder({kK, kN}, DataType::Float(16), "b");
-  IterVar k = reduce_axis({0, kK}, "k");
-  Tensor c = compute(
-      {kM, kN},
-      [&](Var i, Var j) { return sum(cast(DataType::Float(32), a(i, k)) * cast(DataType::Float(32), b(k, j)), {k}); },
-      "c");
+  Tensor a, b;
+  Tensor c = fragments::f16_matmul_tile(kM, kN, kK, &a, &b);
   auto reset = [](const std::vector<BufferRegion>&, const BufferRegion& out) -> Expr {
-    return call(DataType::Void(), "loom.mma_fill", {out.data, tile_index(out, kM, kN)});
+    return call(DataType::Void(), "loom.mma_fill", {out.data, fragments::tile_index(out, kM, kN)});
   };
   auto update = [](const std::vector<BufferRegion>& in, const BufferRegion& out) -> Expr {
     return call(DataType::Void(), "loom.mma_m16n8k16",
-                {out.data, tile_index(out, kM, kN), in[0].data, tile_index(in[0], kM, kK), in[1].data,
-                 tile_index(in[1], kK, kN)});
+                {out.data, fragments::tile_index(out, kM, kN), in[0].data, fragments::tile_index(in[0], kM, kK), in[1].data,
+                 fragments::tile_index(in[1], kK, kN)});
   };
   return decl_tensor_intrin("mma_m16n8k16", c, {a, b}, {}, reset, update,
                             "c += a*b on 16x8x16 register fragments, fp16 x fp16 -> fp32: mma.sync.m16n8k16");
@@ -88,7 +61,7 @@ TensorIntrin mma_store() {
   Tensor dst = compute({kM, kN}, [&](Var i, Var j) { return src(i, j); }, "dst");
   auto body = [](const std::vector<BufferRegion>& in, const BufferRegion& out) -> Expr {
     return call(DataType::Void(), "loom.mma_store",
-                {out.access_ptr(), row_stride(out, false), in[0].data, tile_index(in[0], kM, kN)});
+                {out.access_ptr(), fragments::row_stride(out, false), in[0].data, fragments::tile_index(in[0], kM, kN)});
   };
   return decl_tensor_intrin("mma_store", dst, {src}, body, {}, {},
                             "store a 16x8 fp32 accumulator fragment to memory (row major), 2+2 floats a lane");
