@@ -15,10 +15,25 @@
 //     attr double_buffer_scope(buf): if (k + 1 < min + extent) fetch(k + 1) into half (k + 1 - min) % 2
 //     compute on half (k - min) % 2
 //
-// The attribute left around the in-loop fetch tells thread_sync that it writes the other half
-// than the one the rest of the body reads (see thread_sync.cc), so that one barrier per
-// iteration suffices. Buffers that do not match keep their IR; every other kDoubleBuffer
-// attribute is dropped.
+// A fetch made only of stores under loops of constant extent, branches, lets and thread
+// extents (a cooperative copy from global memory) is staged through registers instead, as fast GEMM
+// kernels do: its loads of step k + 1 go to a local array at the start of the step and its
+// stores into the other half at its end, so that the loads' latency overlaps the compute
+// rather than stalling the shared-memory stores before it:
+//
+//   allocate regs[r] local
+//   for k:
+//     if (k + 1 < min + extent) regs = loads of fetch(k + 1)           // issued first
+//     compute on half (k - min) % 2
+//     attr double_buffer_scope(buf): if (k + 1 < min + extent) half (k + 1 - min) % 2 = regs
+//
+// The loops of both parts are unrolled, so that the array lives in registers; a fetch that
+// would need more than kMaxStagedElements of them per thread is not staged.
+//
+// The attribute left around the in-loop fetch (or its stores) tells thread_sync that it
+// writes the other half than the one the rest of the body reads (see thread_sync.cc), so that
+// one barrier per iteration suffices. Buffers that do not match keep their IR; every other
+// kDoubleBuffer attribute is dropped.
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -33,6 +48,9 @@ namespace loom::lowering {
 namespace {
 
 using VarSet = std::unordered_set<const te::VarNode*>;
+
+/// Elements of registers per thread a staged fetch may use.
+constexpr int64_t kMaxStagedElements = 64;
 
 struct BufferUse {
   bool reads = false, writes = false;
@@ -91,6 +109,110 @@ class OffsetAccesses : public IRMutator {
  private:
   const te::VarNode* buf_;
   Expr offset_;
+};
+
+/// Splits a fetch into `buf` into the loads of its values into the local array `regs` and the
+/// stores of `regs` into `buf`, when the fetch is made only of stores to `buf` under loops of
+/// constant extent, branches without else and lets.
+class FetchStager {
+ public:
+  FetchStager(const te::VarNode* buf, Var regs) : buf_(buf), regs_(std::move(regs)) {}
+
+  /// The (loads, stores) parts, or nullopt when the fetch has another form.
+  std::optional<std::pair<Stmt, Stmt>> split(const Stmt& fetch) {
+    auto parts = visit(fetch);
+    if (!ok_ || size_ == 0 || size_ > kMaxStagedElements) return std::nullopt;
+    return parts;
+  }
+  int64_t size() const { return size_; }
+  DataType dtype() const { return dtype_; }
+
+ private:
+  std::pair<Stmt, Stmt> visit(const Stmt& s) {
+    if (!ok_ || !s.defined()) return {s, s};
+    switch (s.kind()) {
+      case StmtKind::Seq: {
+        std::vector<Stmt> loads, stores;
+        for (const Stmt& p : s.as<SeqStmtNode>()->seq) {
+          auto [l, st] = visit(p);
+          loads.push_back(l);
+          stores.push_back(st);
+        }
+        return {seq(std::move(loads)), seq(std::move(stores))};
+      }
+      case StmtKind::For: {
+        const auto* f = s.as<ForNode>();
+        auto ext = te::as_const_int(te::simplify(f->extent));
+        if (!ext || *ext < 1 || f->for_kind == ForKind::kParallel || f->for_kind == ForKind::kThreadBinding) break;
+        loops_.push_back({f->loop_var, f->min, *ext});
+        auto [l, st] = visit(f->body);
+        loops_.pop_back();
+        ForKind kind = f->for_kind == ForKind::kVectorized ? ForKind::kVectorized : ForKind::kUnrolled;
+        return {make_stmt<ForNode>(f->loop_var, f->min, f->extent, kind, l),
+                make_stmt<ForNode>(f->loop_var, f->min, f->extent, kind, st)};
+      }
+      case StmtKind::IfThenElse: {
+        const auto* i = s.as<IfThenElseNode>();
+        if (i->else_case.defined() && !is_no_op(i->else_case)) break;
+        auto [l, st] = visit(i->then_case);
+        return {make_stmt<IfThenElseNode>(i->condition, l, Stmt()), make_stmt<IfThenElseNode>(i->condition, st, Stmt())};
+      }
+      case StmtKind::LetStmt: {
+        const auto* let = s.as<LetStmtNode>();
+        auto [l, st] = visit(let->body);
+        return {make_stmt<LetStmtNode>(let->var, let->value, l), make_stmt<LetStmtNode>(let->var, let->value, st)};
+      }
+      case StmtKind::AttrStmt: {  // the thread extents of the fetch's bound loops
+        const auto* a = s.as<AttrStmtNode>();
+        if (a->key != attr::kThreadExtent) break;
+        auto [l, st] = visit(a->body);
+        return {make_stmt<AttrStmtNode>(a->iter_var, a->var, a->key, a->value, l),
+                make_stmt<AttrStmtNode>(a->iter_var, a->var, a->key, a->value, st)};
+      }
+      case StmtKind::Evaluate:
+        if (is_no_op(s)) return {s, s};
+        break;
+      case StmtKind::Store: {
+        const auto* st = s.as<StoreNode>();
+        if (st->buffer_var.get() != buf_) break;
+        const DataType t = st->value.dtype();
+        if (size_ > 0 && t.element_of() != dtype_) break;
+        dtype_ = t.element_of();
+        // Slot of this store: its own range of the array, indexed by the loops around it.
+        int64_t count = t.lanes();
+        for (const auto& l : loops_) count *= l.extent;
+        Expr slot = te::make_const(DataType::Int(32), size_);
+        int64_t stride = t.lanes();
+        for (size_t i = loops_.size(); i-- > 0;) {
+          Expr iter = loops_[i].var - loops_[i].min;
+          slot = slot + iter * te::make_const(DataType::Int(32), stride);
+          stride *= loops_[i].extent;
+        }
+        slot = te::simplify(slot);
+        size_ += count;
+        Expr index = t.lanes() > 1 ? te::make<te::RampNode>(slot, Expr(1), t.lanes()) : slot;
+        Stmt load = make_stmt<StoreNode>(regs_, st->value, index, st->predicate);
+        Expr staged = te::make<te::LoadNode>(t, regs_, index, Expr());
+        Stmt store = make_stmt<StoreNode>(st->buffer_var, staged, st->index, st->predicate);
+        return {load, store};
+      }
+      default: break;
+    }
+    ok_ = false;
+    return {s, s};
+  }
+
+  struct Loop {
+    Var var;
+    Expr min;
+    int64_t extent;
+  };
+  const te::VarNode* buf_;
+  Var regs_;
+  std::vector<Loop> loops_;
+  int64_t size_ = 0;
+  DataType dtype_;
+  bool ok_ = true;
 };
 
 class DoubleBufferInjector : public IRMutator {
@@ -156,10 +278,18 @@ class DoubleBufferInjector : public IRMutator {
     return Match{al, scope_attr, sq->seq[0], size};
   }
 
+  /// The local array a matched fetch is staged through, when it can be.
+  struct Staging {
+    Var regs;
+    int64_t size = 0;
+    DataType dtype;
+  };
+
   /// Removes the matched allocations from the loop body, rewriting fetch and reads.
   class BodyRewriter : public IRMutator {
    public:
-    BodyRewriter(const ForNode* loop, const std::vector<Match>& ms) : loop_(loop), ms_(ms) {}
+    BodyRewriter(const ForNode* loop, const std::vector<Match>& ms, std::vector<Staging>* staging)
+        : loop_(loop), ms_(ms), staging_(staging) {}
     using IRMutator::mutate;
 
    protected:
@@ -171,6 +301,7 @@ class DoubleBufferInjector : public IRMutator {
     Stmt mutate_(const AllocateNode* op) override {
       const Match* m = find(op->buffer_var.get());
       if (!m || m->alloc != op) return IRMutator::mutate_(op);
+      const size_t mi = size_t(m - ms_.data());
       const auto* sq = op->body.as<SeqStmtNode>();
       Expr k = loop_->loop_var;
       Expr two = te::make_const(k.dtype(), 2);
@@ -178,14 +309,24 @@ class DoubleBufferInjector : public IRMutator {
       te::VarMap to_next{{loop_->loop_var.get(), next}};
       Stmt fetch = OffsetAccesses(op->buffer_var.get(), te::floormod(next - loop_->min, two) * m->size)
                        .mutate(substitute(mutate(sq->seq[0]), to_next));
-      fetch = make_stmt<IfThenElseNode>(te::simplify(next < loop_->min + loop_->extent), fetch, Stmt());
-      fetch = make_stmt<AttrStmtNode>(te::IterVar(), op->buffer_var, attr::kDoubleBuffer,
-                                      te::make_const(DataType::Int(32), 1), fetch);
+      Expr more = te::simplify(next < loop_->min + loop_->extent);
+      auto guarded = [&](Stmt body, bool marked) {
+        Stmt g = make_stmt<IfThenElseNode>(more, std::move(body), Stmt());
+        if (!marked) return g;
+        return make_stmt<AttrStmtNode>(te::IterVar(), op->buffer_var, attr::kDoubleBuffer,
+                                       te::make_const(DataType::Int(32), 1), g);
+      };
       std::vector<Stmt> rest;
       for (size_t i = 1; i < sq->seq.size(); ++i) rest.push_back(mutate(sq->seq[i]));
       Stmt compute = OffsetAccesses(op->buffer_var.get(), te::simplify(te::floormod(k - loop_->min, two) * m->size))
                          .mutate(seq(std::move(rest)));
-      return seq({fetch, compute});
+      Var regs(op->buffer_var.name() + ".prefetch", DataType::Handle());
+      FetchStager stager(op->buffer_var.get(), regs);
+      if (auto parts = stager.split(fetch)) {
+        (*staging_)[mi] = Staging{regs, stager.size(), stager.dtype()};
+        return seq({guarded(parts->first, false), compute, guarded(parts->second, true)});
+      }
+      return seq({guarded(fetch, true), compute});
     }
 
    private:
@@ -196,11 +337,13 @@ class DoubleBufferInjector : public IRMutator {
     }
     const ForNode* loop_;
     const std::vector<Match>& ms_;
+    std::vector<Staging>* staging_;
   };
 
   Stmt rewrite(const ForNode* loop, const std::vector<Match>& ms) {
     auto n = std::make_shared<ForNode>(*loop);
-    n->body = BodyRewriter(loop, ms).mutate(loop->body);
+    std::vector<Staging> staging(ms.size());
+    n->body = BodyRewriter(loop, ms, &staging).mutate(loop->body);
     std::vector<Stmt> prologue;
     te::VarMap to_first{{loop->loop_var.get(), loop->min}};
     for (const Match& m : ms) prologue.push_back(simplify(substitute(m.fetch, to_first)));
@@ -208,7 +351,15 @@ class DoubleBufferInjector : public IRMutator {
     auto ext = te::as_const_int(loop->extent);
     if (!ext || *ext < 1)
       pro = make_stmt<IfThenElseNode>(loop->extent > te::make_const(loop->extent.dtype(), 0), pro, Stmt());
-    Stmt out = seq({pro, Stmt(std::move(n))});
+    Stmt staged_loop(std::move(n));
+    for (const Staging& st : staging) {
+      if (!st.regs.defined()) continue;
+      staged_loop = make_stmt<AllocateNode>(st.regs, st.dtype, std::vector<Expr>{Expr(int(st.size))}, "local",
+                                            staged_loop);
+      staged_loop = make_stmt<AttrStmtNode>(te::IterVar(), st.regs, attr::kStorageScope,
+                                            te::make<te::StringImmNode>("local"), staged_loop);
+    }
+    Stmt out = seq({pro, staged_loop});
     for (size_t i = ms.size(); i-- > 0;) {
       const Match& m = ms[i];
       Expr doubled = te::make_const(m.size.dtype(), 2 * *te::as_const_int(m.size));

@@ -9,8 +9,10 @@
 // leaf bound to threadIdx is a cross-thread reduction (TVM's allreduce): each thread folds its
 // share of the other reduce loops into a local accumulator, the block's threads store theirs
 // into a shared array and combine it in a tree (thread_sync places the barriers between the
-// steps), and every thread stores the result (the same value). An extern stage is its
-// hand-written body (ir_builder.h), built here with the schedule's parameters.
+// steps), and every thread stores the result (the same value). A stage computed padded gets
+// no guard; its reads of placeholders that may fall outside their shape become select(in
+// shape, read, pad value), and it may read no other stage that is not padded. An extern stage
+// is its hand-written body (ir_builder.h), built here with the schedule's parameters.
 #include <algorithm>
 #include <set>
 #include <unordered_set>
@@ -44,11 +46,50 @@ ForKind for_kind_of(IterAnnotation a) {
   }
 }
 
+/// The reads of a stage computed padded: placeholders read outside their shape give the pad
+/// value; other stages must be padded too.
+class PadReads : public te::ExprMutator {
+ public:
+  PadReads(const StageNode& st, const std::unordered_set<const te::OperationNode*>& padded, te::Analyzer& analyzer)
+      : st_(st), padded_(padded), analyzer_(analyzer) {}
+
+ protected:
+  Expr mutate_(const te::ProducerLoadNode* op) override {
+    Expr e = te::ExprMutator::mutate_(op);
+    const auto* ld = e.as<te::ProducerLoadNode>();
+    Tensor t(ld->producer);
+    if (t.op()->kind != te::OpKind::kPlaceholder) {
+      LOOM_CHECK(padded_.count(t.op().get()),
+                 "stage '{}' is computed padded but reads stage '{}', which is not: its values past its shape would "
+                 "be undefined (compute_padded it too, or inline it)",
+                 st_.name(), t.op()->name);
+      return e;
+    }
+    Expr cond;
+    for (size_t d = 0; d < ld->indices.size(); ++d) {
+      const Expr& i = ld->indices[d];
+      for (Expr c : {Expr(i >= te::make_zero(i.dtype())), Expr(i < te::cast(i.dtype(), t.shape()[d]))}) {
+        if (analyzer_.can_prove(c)) continue;
+        cond = cond.defined() ? (cond && c) : c;
+      }
+    }
+    if (!cond.defined()) return e;
+    return te::select(te::simplify(cond), e, te::cast(e.dtype(), st_.pad_value));
+  }
+
+ private:
+  const StageNode& st_;
+  const std::unordered_set<const te::OperationNode*>& padded_;
+  te::Analyzer& analyzer_;
+};
+
 class NestBuilder {
  public:
-  /// `analyzer` knows the range of every loop variable of every stage.
-  NestBuilder(const StageNode& st, const BoundMap& bounds, te::Analyzer& analyzer)
-      : st_(st), bounds_(bounds), analyzer_(analyzer) {
+  /// `analyzer` knows the range of every loop variable of every stage; `padded` holds the
+  /// operations of the stages computed padded.
+  NestBuilder(const StageNode& st, const BoundMap& bounds, te::Analyzer& analyzer,
+              const std::unordered_set<const te::OperationNode*>& padded)
+      : st_(st), bounds_(bounds), analyzer_(analyzer), padded_(padded) {
     IterValueMap leaf_values;
     for (const IterVar& leaf : st.leaf_iter_vars) leaf_values[leaf.get()] = leaf.var();
     values_ = pass_up_index(st, bounds, leaf_values);
@@ -74,7 +115,10 @@ class NestBuilder {
   }
 
  private:
-  Expr rewrite(const Expr& e) { return te::substitute(e, root_subst_); }
+  Expr rewrite(const Expr& e) {
+    Expr r = te::substitute(e, root_subst_);
+    return st_.pad_value.defined() ? PadReads(st_, padded_, analyzer_).mutate(r) : r;
+  }
 
   std::vector<Expr> out_indices() {
     std::vector<Expr> idx;
@@ -89,7 +133,10 @@ class NestBuilder {
   /// if (likely(...)) around `body`: every non-leaf iteration variable of the given kinds
   /// stays inside its inferred range (a split that does not divide overshoots it), and every
   /// root inside its operation's domain (a stage may cover more than its shape).
+  /// A stage computed padded keeps only the first kind for spatial variables (they bound its
+  /// own buffer): its reductions and roots run past the shape.
   Stmt guard(Stmt body, bool with_reduce) {
+    const bool padded = st_.pad_value.defined();
     Expr cond;
     auto add = [&](const Expr& c) {
       if (analyzer_.can_prove(c)) return;
@@ -99,12 +146,13 @@ class NestBuilder {
     for (const IterVar& leaf : st_.leaf_iter_vars) leaves.insert(leaf.get());
     for (const IterVar& iv : st_.all_iter_vars) {
       if (leaves.count(iv.get())) continue;
-      if (!with_reduce && iv->type == te::IterVarType::kCommReduce) continue;
+      if ((!with_reduce || padded) && iv->type == te::IterVarType::kCommReduce) continue;
       Expr v = values_.at(iv.get());
       const Range& r = bounds_.at(iv.get());
       add(v < r.min + r.extent);
     }
     for (const IterVar& iv : st_.root_iter_vars()) {
+      if (padded) break;
       if (!with_reduce && iv->type == te::IterVarType::kCommReduce) continue;
       if (!iv->dom.extent.defined()) continue;
       Expr v = values_.at(iv.get());
@@ -326,6 +374,7 @@ class NestBuilder {
   IterValueMap values_;
   te::VarMap root_subst_;
   te::Analyzer& analyzer_;
+  const std::unordered_set<const te::OperationNode*>& padded_;
 };
 
 std::vector<Range> realize_bounds(const StageNode& st, const BoundMap& bounds) {
@@ -400,15 +449,17 @@ Stmt schedule_ops(const schedule::Schedule& s, const BoundMap& bounds) {
   Stmt body;
   const std::vector<Stage>& stages = s.stages();
   te::Analyzer analyzer;
+  std::unordered_set<const te::OperationNode*> padded;
   for (const Stage& st : stages) {
     if (st->op->kind == te::OpKind::kPlaceholder || st->attach_type == AttachType::kInline) continue;
     for (const IterVar& leaf : st->leaf_iter_vars) analyzer.bind(leaf.var(), bounds.at(leaf.get()));
+    if (st->pad_value.defined()) padded.insert(st->op.get());
   }
   for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
     const StageNode& st = *it->get();
     if (st.op->kind == te::OpKind::kPlaceholder || st.attach_type == AttachType::kInline) continue;
     Stmt nest = st.op->kind == te::OpKind::kExtern ? build_extern_body(st.op, st.extern_params)
-                                                   : NestBuilder(st, bounds, analyzer).build();
+                                                   : NestBuilder(st, bounds, analyzer, padded).build();
     if (st.attach_type == AttachType::kScope) {
       InjectAttach inject(st.attach_ivar, [&](Stmt inner) { return realize(st, bounds, seq({nest, inner})); });
       body = inject.mutate(body);

@@ -3,9 +3,11 @@
 // Per kernel: each threadIdx/blockIdx extent against its limit, threads per block, static
 // shared memory, and the per-thread "local" arrays. Local arrays live in registers only when
 // they fit; the bound is the register file one thread may use (255 32-bit registers,
-// GpuLimits::max_local_bytes = 1020 bytes), counting the arrays alone (a lower bound on
-// real register use). Failures throw loom::Error naming the kernel and the limit; the
-// tuner treats them as instantiation errors.
+// GpuLimits::max_local_bytes = 1020 bytes), counting the arrays alone at the point of the
+// kernel where the most are allocated at once (arrays of sibling statements, such as the
+// copies of an unrolled loop's body, are not live together): a lower bound on real register
+// use. Failures throw loom::Error naming the kernel and the limit; the tuner treats them as
+// instantiation errors.
 #include "loom/lower/ir_visitor.h"
 #include "loom/lower/passes.h"
 #include "loom/te/arith.h"
@@ -21,6 +23,39 @@ int64_t limit_of(const GpuLimits& l, const std::string& tag) {
   if (tag == "blockIdx.x") return l.max_grid_x;
   return l.max_grid_yz;
 }
+
+/// Bytes of local arrays allocated at once at the most crowded point of `s`.
+class PeakLocalBytes : public IRVisitor {
+ public:
+  PeakLocalBytes(const DeviceFunc& k) : k_(k) {}
+  int64_t peak = 0;
+  using IRVisitor::visit;
+
+ protected:
+  void visit_(const AllocateNode* a) override {
+    const bool fragments = a->scope.rfind("wmma.", 0) == 0 || a->scope.rfind("mma.", 0) == 0;
+    LOOM_CHECK(a->scope == "shared" || a->scope == "local" || fragments,
+               "verify_gpu: kernel '{}' allocates buffer '{}' in scope '{}' inside the kernel; only 'shared', "
+               "'local' and the wmma.* and mma.* fragment scopes can be allocated there",
+               k_.name, a->buffer_var.name(), a->scope);
+    int64_t bytes = 0;
+    if (a->scope != "shared") {
+      auto n = te::as_const_int(te::simplify(a->size()));
+      LOOM_CHECK(n.has_value(), "verify_gpu: kernel '{}': {} buffer '{}' needs a constant size", k_.name, a->scope,
+                 a->buffer_var.name());
+      // A fragment's elements are spread over the 32 threads of a warp.
+      bytes = *n * a->dtype.bytes() * a->dtype.lanes() / (fragments ? 32 : 1);
+    }
+    live_ += bytes;
+    peak = std::max(peak, live_);
+    IRVisitor::visit_(a);
+    live_ -= bytes;
+  }
+
+ private:
+  const DeviceFunc& k_;
+  int64_t live_ = 0;
+};
 
 }  // namespace
 
@@ -40,22 +75,9 @@ void verify_gpu(const LoweredFunc& f, const GpuLimits& limits) {
     LOOM_CHECK(k.shared_bytes <= limits.max_shared_bytes,
                "verify_gpu: kernel '{}': {} bytes of shared memory exceed the limit max_shared_bytes = {}", k.name,
                k.shared_bytes, limits.max_shared_bytes);
-    int64_t local = 0;
-    post_order_visit(k.body, [&](const Stmt& s) {
-      const auto* a = s.as<AllocateNode>();
-      if (!a) return;
-      const bool fragments = a->scope.rfind("wmma.", 0) == 0;
-      LOOM_CHECK(a->scope == "shared" || a->scope == "local" || fragments,
-                 "verify_gpu: kernel '{}' allocates buffer '{}' in scope '{}' inside the kernel; only 'shared', "
-                 "'local' and the wmma fragment scopes can be allocated there",
-                 k.name, a->buffer_var.name(), a->scope);
-      if (a->scope == "shared") return;
-      auto n = te::as_const_int(te::simplify(a->size()));
-      LOOM_CHECK(n.has_value(), "verify_gpu: kernel '{}': {} buffer '{}' needs a constant size", k.name, a->scope,
-                 a->buffer_var.name());
-      // A fragment's elements are spread over the 32 threads of a warp.
-      local += *n * a->dtype.bytes() * a->dtype.lanes() / (fragments ? 32 : 1);
-    });
+    PeakLocalBytes peak(k);
+    peak.visit(k.body);
+    const int64_t local = peak.peak;
     LOOM_CHECK(local <= limits.max_local_bytes,
                "verify_gpu: kernel '{}': {} bytes of local arrays per thread exceed the limit max_local_bytes = {} "
                "(255 registers)",

@@ -218,9 +218,9 @@ std::string unique_stage_name(const ScheduleNode* sch, const std::string& base) 
 
 void check_scope(const std::string& where, const std::string& scope) {
   static const char* kKnown[] = {"global", "shared", "shared.dyn", "local", "warp"};
-  bool ok = scope.rfind("wmma.", 0) == 0 ||
+  bool ok = scope.rfind("wmma.", 0) == 0 || scope.rfind("mma.", 0) == 0 ||
             std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return scope == k; });
-  LOOM_CHECK(ok, "{}: unknown storage scope '{}' (expected global, shared, shared.dyn, local, warp or wmma.*)",
+  LOOM_CHECK(ok, "{}: unknown storage scope '{}' (expected global, shared, shared.dyn, local, warp, wmma.* or mma.*)",
              where, scope);
 }
 

@@ -80,7 +80,7 @@ class StepRecorder {
   Step step_;
 };
 
-/// Checks a storage scope name ("global", "shared", "local", "warp", "wmma.*", "shared.dyn").
+/// Checks a storage scope name ("global", "shared", "local", "warp", "wmma.*", "mma.*", "shared.dyn").
 void check_scope(const std::string& where, const std::string& scope);
 
 }  // namespace loom::schedule::detail

@@ -422,6 +422,26 @@ void Stage::storage_align(const IterVar& axis, int factor, int offset) {
   rec.axis(axis).num("factor", factor).num("offset", offset).commit();
 }
 
+void Stage::compute_padded(Expr pad_value) {
+  StageNode* s = self_of(*this, "compute_padded");
+  check_compute(s, "compute_padded");
+  LOOM_CHECK(!s->is_output, "stage '{}': cannot compute_padded an output (it would write past its shape)", name_of(s));
+  LOOM_CHECK(pad_value.defined(), "stage '{}': compute_padded: the pad value is undefined", name_of(s));
+  LOOM_CHECK(pad_value.dtype().lanes() == 1 && !pad_value.dtype().is_handle(),
+             "stage '{}': compute_padded: the pad value must be a scalar, got {}", name_of(s),
+             pad_value.dtype().str());
+  s->pad_value = pad_value;
+  detail::StepRecorder rec(s, StepKind::kComputePadded);
+  if (auto f = te::as_const_float(pad_value); f && pad_value.dtype().is_float()) {
+    rec.str("value", fmt::format("{:.17g}", *f));
+  } else if (auto i = te::as_const_int(pad_value)) {
+    rec.str("value", std::to_string(*i));
+  } else {
+    rec.num("value", pad_value);  // not a constant: recorded, not replayable
+  }
+  rec.str("dtype", pad_value.dtype().str()).commit();
+}
+
 void Stage::storage_order(const std::vector<IterVar>& axes) {
   StageNode* s = self_of(*this, "storage_order");
   check_compute(s, "storage_order");
@@ -443,6 +463,9 @@ void Stage::storage_order(const std::vector<IterVar>& axes) {
   bool natural = true;
   for (size_t i = 0; i < order.size(); ++i) natural &= order[i] == int(i);
   s->storage_order = natural ? std::vector<int>{} : order;
+  detail::StepRecorder rec(s, StepKind::kStorageOrder);
+  for (const IterVar& a : axes) rec.axis(a);
+  rec.commit();
 }
 
 void Stage::set_scope(const std::string& scope) {

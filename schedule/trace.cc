@@ -17,10 +17,10 @@ constexpr const char* kKindNames[] = {
     "split",        "split_nparts", "fuse",           "reorder",      "unroll",       "vectorize",
     "parallel",     "bind",         "pragma",         "tensorize",    "compute_at",   "compute_inline",
     "compute_root", "storage_align", "set_scope",     "double_buffer", "cache_read",  "cache_write",
-    "rfactor",      "extern_param",
+    "rfactor",      "extern_param", "storage_order", "compute_padded",
 };
 constexpr int kNumKinds = sizeof(kKindNames) / sizeof(kKindNames[0]);
-static_assert(kNumKinds == int(StepKind::kExternParam) + 1);
+static_assert(kNumKinds == int(StepKind::kComputePadded) + 1);
 
 /// What each kind needs: how many axes (-1: one or more), whether it names a parent stage or
 /// readers, and its integer and string arguments (optional ones end in '?').
@@ -52,6 +52,8 @@ const KindSchema& schema_of(StepKind k) {
       {0, false, false, {"output"}, {"scope"}},            // cache_write
       {1, false, false, {"output", "factor_axis"}, {}},    // rfactor
       {0, false, false, {"value"}, {"key"}},               // extern_param
+      {-1, false, false, {}, {}},                          // storage_order
+      {0, false, false, {}, {"value", "dtype"}},           // compute_padded
   };
   return schemas[size_t(k)];
 }
@@ -265,6 +267,17 @@ class Replayer {
       case StepKind::kCacheWrite: s_.cache_write(output(stage, st), text(st, "scope")); return;
       case StepKind::kRfactor: s_.rfactor(output(stage, st), axis(0), int(num(st, "factor_axis"))); return;
       case StepKind::kExternParam: stage.extern_param(text(st, "key"), num(st, "value")); return;
+      case StepKind::kStorageOrder: stage.storage_order(axes()); return;
+      case StepKind::kComputePadded: {
+        const DataType t = DataType::parse(text(st, "dtype"));
+        const std::string v = text(st, "value");
+        try {
+          stage.compute_padded(t.is_float() ? te::make_const(t, std::stod(v)) : te::make_const(t, int64_t(std::stoll(v))));
+        } catch (const std::logic_error&) {
+          fail("compute_padded: the pad value '{}' is not a number", v);
+        }
+        return;
+      }
     }
     LOOM_ICHECK(false);
   }

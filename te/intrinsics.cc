@@ -113,6 +113,22 @@ std::vector<IntrinsicInfo> make_table() {
                      "(destination pointer, leading dimension, fragment buffer, index): "
                      "wmma::store_matrix_sync, row major"));
 
+  // mma.sync fragments (CUDA tensor cores, sm_80+); see te/tensor_intrinsics/mma.cc.
+  t.push_back(effect("loom.mma_fill", 2, {T::kHandle, T::kIndex}, T::kVoid, kBackendCUDA,
+                     "(accumulator fragment buffer, fragment index): the fragment's 4 floats per lane = 0"));
+  t.push_back(effect("loom.mma_ldmatrix_a", 4, {T::kHandle, T::kIndex, T::kHandle, T::kIndex}, T::kVoid, kBackendCUDA,
+                     "(mma.matrix_a fragment buffer, index, shared source pointer, leading dimension): a 16x16 "
+                     "fp16 tile, row major, ldmatrix.x4"));
+  t.push_back(effect("loom.mma_ldmatrix_b", 4, {T::kHandle, T::kIndex, T::kHandle, T::kIndex}, T::kVoid, kBackendCUDA,
+                     "(mma.matrix_b fragment buffer, index, shared source pointer, leading dimension): a 16x8 (k x n) "
+                     "fp16 tile, row major, ldmatrix.x2.trans"));
+  t.push_back(effect("loom.mma_m16n8k16", 6, {T::kHandle, T::kIndex, T::kHandle, T::kIndex, T::kHandle, T::kIndex},
+                     T::kVoid, kBackendCUDA,
+                     "(acc, acc index, a, a index, b, b index): acc += a*b, mma.sync.m16n8k16 fp16 x fp16 -> fp32"));
+  t.push_back(effect("loom.mma_store", 4, {T::kHandle, T::kIndex, T::kHandle, T::kIndex}, T::kVoid, kBackendCUDA,
+                     "(destination pointer, leading dimension, accumulator fragment buffer, index): a 16x8 fp32 "
+                     "tile, row major, each lane its 4 elements"));
+
   // The packed-call ABI: fields of a DLTensor handle (reads memory through the handle).
   t.push_back(effect("loom.handle_is_null", 1, {T::kHandle}, T::kBool, kBackendLLVM, "true for a null handle"));
   t.back().pure = true;

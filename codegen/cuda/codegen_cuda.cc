@@ -1,11 +1,14 @@
 // CUDA C from the device kernels of lowered functions.
 //
-// Vector expressions (after vectorize_loops) are scalarized lane by lane, except a store of
-// a vector loaded contiguously from another buffer (a cooperative fetch): 2 or 4 float32
-// lanes become one float2/float4 copy, other types of 4, 8 or 16 bytes (8 float16 lanes)
-// one unsigned int/uint2/uint4 copy, when both indices are provably multiples of the lane
-// count. Buffers are at least 16-byte aligned (cuMemAlloc gives 256; the CUDA module checks
-// user arrays; shared and local arrays are declared __align__(16)).
+// Vector expressions (after vectorize_loops) are computed lane by lane, but memory is moved a
+// whole vector at a time where it can be: a contiguous, unpredicated vector load or store
+// of 2 or 4 float32 lanes is one float2/float4 access, of other types of 4, 8 or 16 bytes (8
+// float16 lanes) one unsigned int/uint2/uint4 access, when its index is provably a multiple
+// of the lane count. A vector store reads such loads once into temporaries and, when its own
+// index qualifies, writes one vector (else one lane at a time: a transposing fetch stores a
+// float4 read from global memory as four scalars). Buffers are at least 16-byte aligned
+// (cuMemAlloc gives 256; the CUDA module checks user arrays; shared and local arrays are
+// declared __align__(16)).
 #include <cmath>
 #include <map>
 #include <set>
@@ -14,6 +17,7 @@
 #include "codegen_cuda_internal.h"
 #include "loom/codegen/cuda.h"
 #include "loom/lower/ir_visitor.h"
+#include "loom/te/expr_functor.h"
 #include "loom/te/intrinsics.h"
 #include "loom/runtime/error.h"
 #include "loom/te/arith.h"
@@ -35,6 +39,41 @@ template <typename T> __device__ __forceinline__ T loom_floordiv(T a, T b) {
 template <typename T> __device__ __forceinline__ T loom_floormod(T a, T b) {
   T r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+)";
+
+/// The device functions behind the loom.mma_* intrinsics (intrinsics_cuda.cc): fragments of
+/// mma.sync.m16n8k16 in per-lane register arrays, A as ldmatrix.x4 leaves it (a0: rows 0-7,
+/// k 0-7; a1: rows 8-15; a2, a3: k 8-15), B as ldmatrix.x2.trans leaves a 16x8 k x n tile,
+/// C as rows lane/4 and lane/4 + 8, columns 2 (lane % 4) and the next.
+constexpr const char* kMmaPrelude = R"(__device__ __forceinline__ unsigned loom_lane_id() {
+  unsigned l;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+  return l;
+}
+__device__ __forceinline__ void loom_mma_fill(float* c) { c[0] = c[1] = c[2] = c[3] = 0.0f; }
+__device__ __forceinline__ void loom_ldmatrix_x4(unsigned* f, const __half* tile, long long ld) {
+  const unsigned l = loom_lane_id();
+  const unsigned a = (unsigned)__cvta_generic_to_shared(tile + (l % 16) * ld + (l / 16) * 8);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3]) : "r"(a));
+}
+__device__ __forceinline__ void loom_ldmatrix_x2_trans(unsigned* f, const __half* tile, long long ld) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(tile + (loom_lane_id() % 16) * ld);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(f[0]), "=r"(f[1]) : "r"(a));
+}
+__device__ __forceinline__ void loom_mma_m16n8k16(float* c, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void loom_mma_store(float* dst, long long ld, const float* c) {
+  const unsigned l = loom_lane_id(), r = l / 4, col = 2 * (l % 4);
+  dst[r * ld + col] = c[0];
+  dst[r * ld + col + 1] = c[1];
+  dst[(r + 8) * ld + col] = c[2];
+  dst[(r + 8) * ld + col + 1] = c[3];
 }
 )";
 
@@ -129,7 +168,10 @@ class KernelPrinter {
     for (const Var& v : k_.scalar_params) params.push_back(fmt::format("{} {}", c_type(v.dtype(), where), declare(v)));
     post_order_visit(k_.body, [&](const Stmt& st) {
       if (const auto* e = st.as<EvaluateNode>())
-        if (const auto* c = e->value.as<te::CallNode>(); c && c->name.rfind("loom.wmma_", 0) == 0) uses_wmma_ = true;
+        if (const auto* c = e->value.as<te::CallNode>()) {
+          if (c->name.rfind("loom.wmma_", 0) == 0) uses_wmma_ = true;
+          if (c->name.rfind("loom.mma_", 0) == 0) uses_mma_ = true;
+        }
     });
     indent_ = 1;
     stmt(k_.body);
@@ -142,6 +184,7 @@ class KernelPrinter {
 
   bool uses_half() const { return uses_half_; }
   bool uses_wmma() const { return uses_wmma_; }
+  bool uses_mma() const { return uses_mma_; }
 
  private:
   // ---- names
@@ -281,6 +324,8 @@ class KernelPrinter {
       }
       case ExprKind::Load: {
         auto* n = e.as<te::LoadNode>();
+        if (auto it = vector_loads_.find(n); it != vector_loads_.end() && lane >= 0)
+          return lane_of(it->second.first, it->second.second, t.element_of(), lane);
         std::string ref = load_ref(n->buffer_var, t, expr(n->index, lane));
         if (!n->predicate.defined()) return ref;
         return fmt::format("({} ? {} : ({})0)", expr(n->predicate, lane), ref, type(t));
@@ -301,11 +346,36 @@ class KernelPrinter {
   }
 
   // ---- statements
+  /// A buffer of scope mma.matrix_a/matrix_b/accumulator: per-lane registers of mma.sync
+  /// m16n8k16 fragments (te/tensor_intrinsics/mma.cc): 4 unsigned per 16x16 A tile, 2 per
+  /// 16x8 B tile, 4 floats per 16x8 accumulator tile.
+  void mma_fragments(const AllocateNode* n, int64_t elems, const std::string& scope) {
+    const DataType t = n->dtype.element_of();
+    const bool acc = scope == "mma.accumulator";
+    if (!acc && scope != "mma.matrix_a" && scope != "mma.matrix_b")
+      fail("CUDA codegen: kernel {}: unknown fragment scope '{}' of buffer '{}' (mma.matrix_a, mma.matrix_b or "
+           "mma.accumulator)",
+           k_.name, scope, n->buffer_var.name());
+    LOOM_CHECK(t == (acc ? DataType::Float(32) : DataType::Float(16)),
+               "CUDA codegen: kernel {}: {} fragment '{}' must be {}, got {}", k_.name, scope, n->buffer_var.name(),
+               acc ? "float32" : "float16", t.str());
+    const int64_t tile = scope == "mma.matrix_a" ? 256 : 128, regs = scope == "mma.matrix_b" ? 2 : 4;
+    LOOM_CHECK(elems % tile == 0, "CUDA codegen: kernel {}: fragment buffer '{}' holds {} elements, not a whole number "
+               "of {}-element tiles", k_.name, n->buffer_var.name(), elems, tile);
+    line() << "{\n";
+    ++indent_;
+    line() << fmt::format("{} {}[{}];\n", acc ? "float" : "unsigned", declare(n->buffer_var), elems / tile * regs);
+    stmt(n->body);
+    --indent_;
+    line() << "}\n";
+  }
+
   /// A buffer of scope wmma.matrix_a/matrix_b/accumulator: an array of 16x16x16 fragments,
   /// one per 256 elements (te/tensor_intrinsics/wmma.cc numbers them).
   void fragments(const AllocateNode* n, int64_t size, const std::string& scope) {
     const DataType t = n->dtype.element_of();
     const int64_t elems = size * n->dtype.lanes();
+    if (scope.rfind("mma.", 0) == 0) return mma_fragments(n, elems, scope);
     LOOM_CHECK(elems % 256 == 0, "CUDA codegen: kernel {}: fragment buffer '{}' holds {} elements, not a whole number of "
                "16x16 fragments", k_.name, n->buffer_var.name(), elems);
     std::string frag;
@@ -344,25 +414,84 @@ class KernelPrinter {
     return *c;
   }
 
+  /// A vector load read as one copy of `copy_type` bytes: contiguous, unpredicated, its start
+  /// provably a multiple of the lane count (buffers are 16-byte aligned).
+  const char* whole_vector_load(const te::LoadNode* ld) {
+    const int lanes = ld->dtype.lanes();
+    auto* ramp = ld->index.as<te::RampNode>();
+    if (lanes < 2 || ld->predicate.defined() || !ramp || !is_one(ramp->stride) || !divisible(ramp->base, lanes))
+      return nullptr;
+    return copy_type(ld->dtype.element_of(), lanes);
+  }
+
+  /// Lane `lane` of a vector held in the C variable `v` of copy type `vt`.
+  std::string lane_of(const std::string& v, const char* vt, DataType et, int lane) {
+    if (std::string(vt).rfind("float", 0) == 0) return fmt::format("{}.{}", v, "xyzw"[lane]);
+    return fmt::format("((const {}*)&{})[{}]", type(et), v, lane);
+  }
+
+  /// A vector store: its whole-vector loads read once into temporaries, then one vector store
+  /// when the destination is contiguous and aligned, else one store per lane.
   void vector_store(const StoreNode* s) {
-    int lanes = s->value.dtype().lanes();
+    const int lanes = s->value.dtype().lanes();
+    const DataType et = s->value.dtype().element_of();
     auto* ramp = s->index.as<te::RampNode>();
-    auto* ld = s->value.as<te::LoadNode>();
-    DataType et = s->value.dtype().element_of();
-    const char* vt = ld && ld->dtype == s->value.dtype() ? copy_type(et, lanes) : nullptr;
-    if (!s->predicate.defined() && ramp && ld && !ld->predicate.defined() && vt &&
-        is_one(ramp->stride) && divisible(ramp->base, lanes)) {
-      if (auto* src = ld->index.as<te::RampNode>(); src && is_one(src->stride) && divisible(src->base, lanes)) {
-        line() << fmt::format("*({0}*)({1} + {2}) = *(const {0}*)({3} + {4});\n", vt, name(s->buffer_var),
-                              expr(ramp->base, -1), name(ld->buffer_var), expr(src->base, -1));
-        return;
-      }
+    const char* store_vt = !s->predicate.defined() && ramp && is_one(ramp->stride) && divisible(ramp->base, lanes)
+                               ? copy_type(et, lanes)
+                               : nullptr;
+    // A copy between two whole vectors: one line.
+    if (auto* ld = s->value.as<te::LoadNode>(); store_vt && ld && ld->dtype == s->value.dtype() &&
+                                                whole_vector_load(ld) == store_vt) {
+      line() << fmt::format("*({0}*)({1} + {2}) = *(const {0}*)({3} + {4});\n", store_vt, name(s->buffer_var),
+                            expr(ramp->base, -1), name(ld->buffer_var), expr(ld->index.as<te::RampNode>()->base, -1));
+      return;
     }
-    for (int l = 0; l < lanes; ++l) {
+    std::vector<const te::LoadNode*> loads;
+    te::post_order_visit(s->value, [&](const Expr& e) {
+      if (auto* ld = e.as<te::LoadNode>(); ld && whole_vector_load(ld) && !vector_loads_.count(ld)) loads.push_back(ld);
+    });
+    if (loads.empty() && !store_vt) return scalar_stores(s);
+    line() << "{\n";
+    ++indent_;
+    std::vector<const te::LoadNode*> hoisted;
+    for (const te::LoadNode* ld : loads) {
+      if (vector_loads_.count(ld)) continue;
+      const char* vt = whole_vector_load(ld);
+      std::string v = fresh("vload");
+      line() << fmt::format("const {0} {1} = *(const {0}*)({2} + {3});\n", vt, v, name(ld->buffer_var),
+                            expr(ld->index.as<te::RampNode>()->base, -1));
+      vector_loads_[ld] = {v, vt};
+      hoisted.push_back(ld);
+    }
+    if (store_vt) {
+      std::string v = fresh("vstore");
+      line() << fmt::format("{} {};\n", store_vt, v);
+      for (int l = 0; l < lanes; ++l)
+        line() << fmt::format("(({}*)&{})[{}] = {};\n", type(et), v, l, expr(s->value, l));
+      line() << fmt::format("*({}*)({} + {}) = {};\n", store_vt, name(s->buffer_var), expr(ramp->base, -1), v);
+    } else {
+      scalar_stores(s);
+    }
+    for (const te::LoadNode* ld : hoisted) vector_loads_.erase(ld);
+    --indent_;
+    line() << "}\n";
+  }
+
+  void scalar_stores(const StoreNode* s) {
+    const DataType et = s->value.dtype().element_of();
+    for (int l = 0; l < s->value.dtype().lanes(); ++l) {
       std::string st = fmt::format("{} = {};", load_ref(s->buffer_var, et, expr(s->index, l)), expr(s->value, l));
       if (s->predicate.defined()) line() << fmt::format("if ({}) {}\n", expr(s->predicate, l), st);
       else line() << st << "\n";
     }
+  }
+
+  /// A C name for a temporary no kernel variable has.
+  std::string fresh(const std::string& base) {
+    std::string n = base;
+    for (int i = 1; used_.count(n); ++i) n = fmt::format("{}_{}", base, i);
+    used_.insert(n);
+    return n;
   }
 
   void block(const Stmt& s) {
@@ -400,7 +529,7 @@ class KernelPrinter {
         auto* n = s.as<AllocateNode>();
         int64_t size = const_extent(n->size(), fmt::format("allocation '{}'", n->buffer_var.name()));
         std::string scope = n->scope.empty() ? "local" : n->scope;
-        if (scope.rfind("wmma.", 0) == 0) return fragments(n, size, scope);
+        if (scope.rfind("wmma.", 0) == 0 || scope.rfind("mma.", 0) == 0) return fragments(n, size, scope);
         LOOM_CHECK(scope == "shared" || scope == "local",
                    "CUDA codegen: kernel {}: allocation '{}' in scope '{}' inside a kernel (only shared and local)",
                    k_.name, n->buffer_var.name(), scope);
@@ -476,10 +605,13 @@ class KernelPrinter {
   std::map<const te::VarNode*, std::string> names_;
   std::map<const te::VarNode*, DataType> buffer_types_;
   std::set<std::string> used_;
+  /// Whole-vector loads read into a temporary: its name and copy type.
+  std::map<const te::LoadNode*, std::pair<std::string, const char*>> vector_loads_;
   std::ostringstream out_;
   int indent_ = 0;
   bool uses_half_ = false;
   bool uses_wmma_ = false;  // the kernel calls loom.wmma_* (set before printing)
+  bool uses_mma_ = false;   // the kernel calls loom.mma_* (set before printing)
 };
 
 }  // namespace
@@ -490,7 +622,7 @@ std::string cuda_kernel_source(const DeviceFunc& k, const CudaCodegenOptions& op
 
 std::string cuda_source(const std::vector<LoweredFunc>& funcs, const CudaCodegenOptions& opts) {
   std::string body;
-  bool half = false, wmma = false;
+  bool half = false, wmma = false, mma = false;
   for (const auto& f : funcs)
     for (const auto& k : f.device_funcs) {
       KernelPrinter p(k, opts);
@@ -498,8 +630,10 @@ std::string cuda_source(const std::vector<LoweredFunc>& funcs, const CudaCodegen
       body += p.print();
       half = half || p.uses_half();
       wmma = wmma || p.uses_wmma();
+      mma = mma || p.uses_mma();
     }
-  return std::string(half ? "#include <cuda_fp16.h>\n" : "") + (wmma ? "#include <mma.h>\n" : "") + kPrelude + body;
+  return std::string(half || mma ? "#include <cuda_fp16.h>\n" : "") + (wmma ? "#include <mma.h>\n" : "") + kPrelude +
+         (mma && !opts.omit_mma_functions ? kMmaPrelude : "") + body;
 }
 
 std::string cuda_source(const LoweredFunc& f, const CudaCodegenOptions& opts) {

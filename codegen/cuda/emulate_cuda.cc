@@ -303,6 +303,7 @@ class EmulatedCudaModuleNode : public runtime::ModuleNode,
 std::string cuda_emulation_unsupported(const std::vector<lowering::LoweredFunc>& funcs, const Target& target) {
   CudaCodegenOptions copts;
   copts.fast_math = target.get("fast_math", "1") != "0";
+  copts.omit_mma_functions = true;  // cuda_emulation.h models them
   return unmodeled(cuda_source(funcs, copts));
 }
 
@@ -313,6 +314,7 @@ runtime::Module build_cuda_emulated(const std::vector<lowering::LoweredFunc>& fu
   for (const auto& f : funcs) plans.push_back(cuda_launch_plan(f));
   CudaCodegenOptions copts;
   copts.fast_math = target.get("fast_math", "1") != "0";
+  copts.omit_mma_functions = true;  // cuda_emulation.h models them
   const std::string src = cuda_source(funcs, copts);
   if (std::string what = unmodeled(src); !what.empty())
     fail("CUDA emulation: the kernels use {}, which the emulation does not model (ptxas and a GPU check them)", what);

@@ -94,6 +94,22 @@ const std::unordered_map<std::string, CudaIntrinsicLowering>& cuda_intrinsic_tab
       return fmt::format("nvcuda::wmma::store_matrix_sync({}, {}[{}], {}, nvcuda::wmma::mem_row_major)", c.args[0],
                          c.args[2], c.args[3], c.args[1]);
     };
+    // mma.sync fragments: per-lane register arrays declared for the mma.* scopes; the
+    // loom_* device functions are codegen_cuda.cc's kMmaPrelude.
+    t["loom.mma_fill"] = [](const CudaCall& c) { return fmt::format("loom_mma_fill({} + ({}) * 4)", c.args[0], c.args[1]); };
+    t["loom.mma_ldmatrix_a"] = [](const CudaCall& c) {
+      return fmt::format("loom_ldmatrix_x4({} + ({}) * 4, {}, {})", c.args[0], c.args[1], c.args[2], c.args[3]);
+    };
+    t["loom.mma_ldmatrix_b"] = [](const CudaCall& c) {
+      return fmt::format("loom_ldmatrix_x2_trans({} + ({}) * 2, {}, {})", c.args[0], c.args[1], c.args[2], c.args[3]);
+    };
+    t["loom.mma_m16n8k16"] = [](const CudaCall& c) {
+      return fmt::format("loom_mma_m16n8k16({} + ({}) * 4, {} + ({}) * 4, {} + ({}) * 2)", c.args[0], c.args[1],
+                         c.args[2], c.args[3], c.args[4], c.args[5]);
+    };
+    t["loom.mma_store"] = [](const CudaCall& c) {
+      return fmt::format("loom_mma_store({}, {}, {} + ({}) * 4)", c.args[0], c.args[1], c.args[2], c.args[3]);
+    };
     return t;
   }();
   return table;

@@ -15,9 +15,11 @@
 // reported with the address. Local arrays are the fiber's own (stack) memory.
 //
 // Modeled: the thread and block indices, __syncthreads, shared memory, the vector types, the
-// math functions loom emits, __half. Not modeled (emulate_cuda.cc refuses kernels that use
-// them): WMMA fragments, inline PTX, asynchronous copies; those are checked by ptxas and on a
-// GPU. The model does not reproduce the GPU's floating-point rounding of fast-math functions.
+// math functions loom emits, __half, and the warp-collective device functions of loom's
+// mma.sync intrinsics (ldmatrix, mma.sync m16n8k16: each lane publishes its address or
+// registers, the warp meets, each lane takes its elements in the PTX fragment layouts). Not
+// modeled (emulate_cuda.cc refuses kernels that use them): WMMA fragments, other inline PTX,
+// asynchronous copies; those are checked by ptxas and on a GPU. The model does not reproduce the GPU's floating-point rounding of fast-math functions.
 //
 // Not part of libloom: CMake embeds this file as a string (loom_cuda_emulation_source.h).
 #pragma once
@@ -354,3 +356,100 @@ inline float __sinf(float x) { return sinf(x); }
 inline float __cosf(float x) { return cosf(x); }
 inline float __powf(float x, float y) { return powf(x, y); }
 inline float __fdividef(float x, float y) { return x / y; }
+
+// ---- loom's mma.sync intrinsics (codegen_cuda.cc's kMmaPrelude, in the PTX fragment layouts
+// of mma.m16n8k16 with .f16 inputs): warp collectives over what each lane publishes.
+namespace loom_emu {
+
+/// What a lane publishes to its warp in a warp-collective operation.
+struct LaneSlot {
+  const __half* row = nullptr;
+  unsigned regs[6] = {0};
+};
+
+/// The slots of the calling thread's warp, lane 0 first.
+inline LaneSlot* warp_slots() {
+  static std::vector<LaneSlot> slots;
+  Engine* e = engine();
+  if (slots.size() < e->fibers.size() + kWarp) slots.resize(e->fibers.size() + kWarp);
+  return slots.data() + current()->linear / kWarp * kWarp;
+}
+
+inline unsigned pack_halves(__half lo, __half hi) {
+  uint16_t a, b;
+  memcpy(&a, &lo, 2);
+  memcpy(&b, &hi, 2);
+  return unsigned(a) | unsigned(b) << 16;
+}
+
+inline float half_of(unsigned reg, int h) {
+  const uint16_t v = uint16_t(reg >> (16 * h));
+  __half x;
+  memcpy(&x, &v, 2);
+  return float(x);
+}
+
+}  // namespace loom_emu
+
+inline unsigned loom_lane_id() { return unsigned(::loom_emu::current()->linear % ::loom_emu::kWarp); }
+inline void loom_mma_fill(float* c) { c[0] = c[1] = c[2] = c[3] = 0.0f; }
+
+/// ldmatrix.x4: lane l gives the row address l % 16, column (l / 16) * 8; matrix j's rows are
+/// the addresses of lanes 8j..8j+7, and lane t takes row t / 4, columns 2 (t % 4) and the next.
+inline void loom_ldmatrix_x4(unsigned* f, const __half* tile, long long ld) {
+  using namespace ::loom_emu;
+  LaneSlot* w = warp_slots();
+  const unsigned l = loom_lane_id();
+  w[l].row = tile + (l % 16) * ld + (l / 16) * 8;
+  syncwarp();
+  for (int j = 0; j < 4; ++j) {
+    const __half* row = w[8 * j + l / 4].row;
+    f[j] = pack_halves(row[2 * (l % 4)], row[2 * (l % 4) + 1]);
+  }
+  syncwarp();
+}
+
+/// ldmatrix.x2.trans: rows of matrix j from lanes 8j..8j+7; lane t takes column t / 4 of rows
+/// 2 (t % 4) and the next.
+inline void loom_ldmatrix_x2_trans(unsigned* f, const __half* tile, long long ld) {
+  using namespace ::loom_emu;
+  LaneSlot* w = warp_slots();
+  const unsigned l = loom_lane_id();
+  w[l].row = tile + (l % 16) * ld;
+  syncwarp();
+  for (int j = 0; j < 2; ++j)
+    f[j] = pack_halves(w[8 * j + 2 * (l % 4)].row[l / 4], w[8 * j + 2 * (l % 4) + 1].row[l / 4]);
+  syncwarp();
+}
+
+/// mma.sync.m16n8k16.row.col.f32.f16.f16.f32: A[r][k] is half k % 2 of register r / 8 +
+/// 2 (k / 8) of lane (r % 8) * 4 + (k % 8) / 2; B[k][n] half k % 2 of register k / 8 of lane
+/// n * 4 + (k % 8) / 2; lane t's c[q] is C[t / 4 + 8 (q / 2)][2 (t % 4) + q % 2].
+inline void loom_mma_m16n8k16(float* c, const unsigned* a, const unsigned* b) {
+  using namespace ::loom_emu;
+  LaneSlot* w = warp_slots();
+  const unsigned l = loom_lane_id();
+  for (int i = 0; i < 4; ++i) w[l].regs[i] = a[i];
+  w[l].regs[4] = b[0];
+  w[l].regs[5] = b[1];
+  syncwarp();
+  float d[4];
+  for (int q = 0; q < 4; ++q) {
+    const int r = int(l / 4) + 8 * (q / 2), n = 2 * int(l % 4) + q % 2;
+    float s = c[q];
+    for (int k = 0; k < 16; ++k)
+      s += half_of(w[(r % 8) * 4 + (k % 8) / 2].regs[r / 8 + 2 * (k / 8)], k % 2) *
+           half_of(w[n * 4 + (k % 8) / 2].regs[4 + k / 8], k % 2);
+    d[q] = s;
+  }
+  syncwarp();
+  for (int q = 0; q < 4; ++q) c[q] = d[q];
+}
+
+inline void loom_mma_store(float* dst, long long ld, const float* c) {
+  const unsigned l = loom_lane_id(), r = l / 4, col = 2 * (l % 4);
+  dst[r * ld + col] = c[0];
+  dst[r * ld + col + 1] = c[1];
+  dst[(r + 8) * ld + col] = c[2];
+  dst[(r + 8) * ld + col + 1] = c[3];
+}

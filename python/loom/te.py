@@ -89,3 +89,7 @@ class intrin:
     wmma_load_b = staticmethod(_loom.intrin_wmma_load_b)
     wmma_mma = staticmethod(_loom.intrin_wmma_mma)
     wmma_store = staticmethod(_loom.intrin_wmma_store)
+    mma_load_a = staticmethod(_loom.intrin_mma_load_a)
+    mma_load_b = staticmethod(_loom.intrin_mma_load_b)
+    mma_m16n8k16 = staticmethod(_loom.intrin_mma_m16n8k16)
+    mma_store = staticmethod(_loom.intrin_mma_store)

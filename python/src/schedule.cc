@@ -86,6 +86,7 @@ void bind_schedule(nb::module_& m) {
       .def("storage_order", &Stage::storage_order, nb::arg("axes"))
       .def("set_scope", &Stage::set_scope, nb::arg("scope"))
       .def("double_buffer", &Stage::double_buffer)
+      .def("compute_padded", [](Stage& s, double v) { s.compute_padded(te::make_const(DataType::Float(64), v)); }, nb::arg("pad_value") = 0.0)
       .def("__repr__", [](const Stage& s) { return "Stage(" + s->name() + ")"; });
 
   nb::class_<Schedule>(m, "Schedule", "How each operation of a tensor program runs: one Stage per operation.")

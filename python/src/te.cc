@@ -237,6 +237,10 @@ void bind_te(nb::module_& m) {
   m.def("intrin_wmma_load_b", [] { return TensorIntrin{te::wmma_load_b()}; });
   m.def("intrin_wmma_mma", [] { return TensorIntrin{te::wmma_mma()}; });
   m.def("intrin_wmma_store", [] { return TensorIntrin{te::wmma_store()}; });
+  m.def("intrin_mma_load_a", [] { return TensorIntrin{te::mma_load_a()}; });
+  m.def("intrin_mma_load_b", [] { return TensorIntrin{te::mma_load_b()}; });
+  m.def("intrin_mma_m16n8k16", [] { return TensorIntrin{te::mma_m16n8k16()}; });
+  m.def("intrin_mma_store", [] { return TensorIntrin{te::mma_store()}; });
 
   m.def("placeholder", [](std::vector<Expr> shape, const std::string& dtype, std::string name) {
     return te::placeholder(std::move(shape), DataType::parse(dtype), std::move(name));

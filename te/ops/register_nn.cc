@@ -274,6 +274,7 @@ OpDef dense_op() {
     if (!is_f32(in[0])) return std::nullopt;
     return with_bias_finish({"dense", {in[0].shape[0], in[1].shape[0], in[0].shape[1]}, "float32", {}}, 1);
   };
+  d.strategy["cuda"] = d.strategy["llvm"];
   return d;
 }
 
@@ -315,7 +316,6 @@ OpDef matmul_op() {
     const auto &x = in[0].shape, &y = in[1].shape;
     if (attr_int(a, "transpose_b")) {
       // A·B^T with B [N,K] is dense's X·W^T.
-      if (cuda) return std::nullopt;
       return TemplateCall{"dense", {x[0], y[0], x[1]}, "float32", {}};
     }
     return TemplateCall{"matmul", {x[0], y[1], x[1]}, "float32", {}};
@@ -343,6 +343,18 @@ OpDef batch_matmul_op() {
     if (attr_int(a, "transpose_b"))  // B [b,N,K], as attention's Q·K^T
       return TemplateCall{"batch_matmul", {x[0], x[1], y[1], x[2]}, "float32", {{"transpose_b", "1"}}};
     return TemplateCall{"batch_matmul", {x[0], x[1], y[2], x[2]}, "float32", {}};
+  };
+  d.strategy["cuda"] = [](const Types& in, const Attrs& a) -> std::optional<TemplateCall> {
+    const auto &x = in[0].shape, &y = in[1].shape;
+    if (!is_f32(in[0])) return std::nullopt;
+    const bool ta = attr_int(a, "transpose_a") != 0, tb = attr_int(a, "transpose_b") != 0;
+    const int64_t batch = std::max(x[0], y[0]), M = ta ? x[2] : x[1], K = ta ? x[1] : x[2], N = tb ? y[1] : y[2];
+    std::map<std::string, std::string> at;
+    if (ta) at["transpose_a"] = "1";
+    if (tb) at["transpose_b"] = "1";
+    if (x[0] != batch) at["batch_a"] = str(x[0]);
+    if (y[0] != batch) at["batch_b"] = str(y[0]);
+    return TemplateCall{"batch_matmul", {batch, M, N, K}, "float32", at};
   };
   return d;
 }

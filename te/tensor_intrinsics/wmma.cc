@@ -8,6 +8,7 @@
 #include "loom/te/arith.h"
 #include "loom/te/intrinsics.h"
 #include "loom/te/tensor_intrinsics.h"
+#include "fragments.h"
 
 namespace loom::te {
 
@@ -16,28 +17,11 @@ namespace {
 constexpr int kTile = 16;
 
 /// The fragment of a fragment buffer's region: its 16×16 tile's number.
-Expr fragment_index(const BufferRegion& r) {
-  auto row = as_const_int(simplify(r.strides[0]));
-  LOOM_CHECK(row && *row % kTile == 0 && is_const_int(simplify(r.strides[1]), 1),
-             "fragment buffer '{}' must be row-major with rows a multiple of {} elements long, but its strides are {}",
-             r.name, kTile, r.strides_str());
-  const Expr off = r.elem_offset;
-  const DataType t = off.dtype();
-  return simplify(floordiv(off, make_const(t, kTile * *row)) * make_const(t, *row / kTile) +
-                  floordiv(floormod(off, make_const(t, *row)), make_const(t, kTile)));
-}
+Expr fragment_index(const BufferRegion& r) { return fragments::tile_index(r, kTile, kTile); }
 
 /// The leading dimension of a row-major memory region (its row stride), checked to suit
 /// load/store_matrix_sync (a multiple of 16 bytes).
-Expr leading_dim(const BufferRegion& r) {
-  LOOM_CHECK(is_const_int(simplify(r.strides[1]), 1), "'{}' must be row-major (unit column stride), but its strides are {}",
-             r.name, r.strides_str());
-  Expr ld = simplify(r.strides[0]);
-  if (auto c = as_const_int(ld))
-    LOOM_CHECK((*c * r.dtype.bytes()) % 16 == 0, "the rows of '{}' ({} elements) must be a multiple of 16 bytes long",
-               r.name, *c);
-  return ld;
-}
+Expr leading_dim(const BufferRegion& r) { return fragments::row_stride(r, true); }
 
 /// A 16×16 copy, `from` → `to`.
 Tensor copy_tile(DataType t, Tensor* from) {
@@ -62,13 +46,8 @@ TensorIntrin wmma_load_a() { return load("wmma_load_a"); }
 TensorIntrin wmma_load_b() { return load("wmma_load_b"); }
 
 TensorIntrin wmma_mma() {
-  Tensor a = placeholder({kTile, kTile}, DataType::Float(16), "a");
-  Tensor b = placeholder({kTile, kTile}, DataType::Float(16), "b");
-  IterVar k = reduce_axis({0, kTile}, "k");
-  Tensor c = compute(
-      {kTile, kTile},
-      [&](Var i, Var j) { return sum(cast(DataType::Float(32), a(i, k)) * cast(DataType::Float(32), b(k, j)), {k}); },
-      "c");
+  Tensor a, b;
+  Tensor c = fragments::f16_matmul_tile(kTile, kTile, kTile, &a, &b);
   auto reset = [](const std::vector<BufferRegion>&, const BufferRegion& out) -> Expr {
     return call(DataType::Void(), "loom.wmma_fill", {out.data, fragment_index(out), make_const(DataType::Float(32), 0.0)});
   };

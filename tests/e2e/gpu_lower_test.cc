@@ -600,16 +600,20 @@ TEST(GpuLower, DoubleBufferedMatmulOneBarrierPerStep) {
   const lowering::AllocateNode* aa = find_alloc(k.body, "A.shared");
   ASSERT_NE(aa, nullptr) << body;
   EXPECT_EQ(te::as_const_int(te::simplify(aa->size())), 2 * 64 * 8) << body;
-  // A prologue fetch before the reduction loop, the fetch of step k + 1 inside it.
-  EXPECT_EQ(stores_to(k.body, "A.shared"), 2) << body;
-  EXPECT_EQ(stores_to(k.body, "B.shared"), 2) << body;
+  // A prologue fetch before the reduction loop (one store in a loop of 8 per thread), the
+  // fetch of step k + 1 inside it staged through 8 registers: their loads at the start of the
+  // step, their stores at its end (unrolled).
+  EXPECT_EQ(stores_to(k.body, "A.shared"), 9) << body;
+  EXPECT_EQ(stores_to(k.body, "B.shared"), 9) << body;
   const lowering::ForNode* ko = nullptr;
   lowering::post_order_visit(k.body, [&](const lowering::Stmt& x) {
     if (const auto* fo = x.as<lowering::ForNode>(); fo && fo->loop_var.name() == "k.c.outer") ko = fo;
   });
   ASSERT_NE(ko, nullptr) << body;
-  EXPECT_EQ(stores_to(ko->body, "A.shared"), 1) << body;
-  EXPECT_EQ(stores_to(ko->body, "B.shared"), 1) << body;
+  EXPECT_EQ(stores_to(ko->body, "A.shared"), 8) << body;
+  EXPECT_EQ(stores_to(ko->body, "B.shared"), 8) << body;
+  EXPECT_EQ(stores_to(ko->body, "A.shared.prefetch"), 8) << body;
+  EXPECT_EQ(stores_to(ko->body, "B.shared.prefetch"), 8) << body;
   EXPECT_NE(body.find("if ((k.c.outer < 3))"), std::string::npos) << body;
   EXPECT_NE(body.find("floormod(k.c.outer + 1, 2)"), std::string::npos) << body;
   EXPECT_EQ(body.find("double_buffer_scope"), std::string::npos) << body;

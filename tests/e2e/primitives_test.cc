@@ -220,6 +220,40 @@ TEST_P(Primitive, StorageOrder) {
   EXPECT_NE(lowering::to_string(f.body).find("B[(((j*5) + i)"), std::string::npos) << f.body;
 }
 
+TEST_P(Primitive, ComputePadded) {
+  // Tiles of 8 rows, columns and reduction steps whether or not they divide the shape: the
+  // cache of A and the accumulator are computed padded (A read as 0 past its shape), so only
+  // C's store is guarded.
+  Matmul mm = make_matmul(GetParam());
+  Schedule s = create_schedule({mm.C});
+  Tensor AA = s.cache_read(mm.A, "global", std::vector<Tensor>{mm.C});
+  Tensor CC = s.cache_write(mm.C, "local");
+  auto st = s[mm.C];
+  auto [io, ii] = st.split(st.axis(0), 8);
+  auto [jo, ji] = st.split(st.axis(1), 8);
+  st.reorder({io, jo, ii, ji});
+  s[CC].compute_at(st, jo);
+  auto [ko, ki] = s[CC].split(s[CC].reduce_axis(0), 8);
+  s[CC].reorder({ko, ki, s[CC].axis(0), s[CC].axis(1)});
+  s[CC].compute_padded(te::make_const(DataType::Float(32), 0.0));
+  s[AA].compute_at(s[CC], ko);
+  s[AA].compute_padded(te::make_const(DataType::Float(32), 0.0));
+  EXPECT_MATCHES_REFERENCE(s, (std::vector<Tensor>{mm.A, mm.B, mm.C}));
+  // A padded stage reading a stage that is not padded is refused at lowering.
+  Schedule bad = create_schedule({mm.C});
+  Tensor AB = bad.cache_read(mm.A, "global", std::vector<Tensor>{mm.C});
+  Tensor CB = bad.cache_write(mm.C, "local");
+  bad[CB].compute_padded(te::make_const(DataType::Float(32), 0.0));
+  (void)AB;
+  try {
+    lowering::lower(bad, {mm.A, mm.B, mm.C}, "f");
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is computed padded but reads stage 'A.global'"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_P(Primitive, IntegerAndMixedDtypes) {
   for (DataType dt : {DataType::Int(32), DataType::Int(8), DataType::UInt(8), DataType::Float(16), DataType::Int(64)}) {
     auto mm = make_matmul(GetParam(), dt);

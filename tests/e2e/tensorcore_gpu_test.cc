@@ -1,5 +1,6 @@
-// matmul_tensorcore run on a GPU with tensor cores, compared with te::evaluate. Skips (with the
-// reason) without a CUDA driver and GPU, or on a GPU older than sm_70.
+// matmul_tensorcore (WMMA) and matmul_mma (mma.sync, ldmatrix) run on a GPU with tensor cores,
+// compared with te::evaluate. Skips (with the reason) without a CUDA driver and GPU, or on a
+// GPU older than sm_70 (sm_80 for mma.sync.m16n8k16).
 #include <gtest/gtest.h>
 
 #include "common/test_util.h"
@@ -10,11 +11,13 @@
 namespace loom {
 namespace {
 
-TEST(TensorcoreGpu, MatmulMatchesTheReference) {
-  if (!runtime::cuda_available()) GTEST_SKIP() << "no CUDA driver/GPU: " << runtime::cuda_unavailable_reason();
-  if (runtime::cuda_compute_capability(0) < 70) GTEST_SKIP() << "the GPU has no tensor cores (sm_70 and later do)";
-  tuner::Task task = tuner::Task::create("matmul_tensorcore", {128, 256, 96}, Target("cuda"), "float16");
-  for (int64_t i = 0, tried = 0; i < task.space().size() && tried < 4; i += 17) {
+/// The default config of `op` and up to 3 more, each run on the GPU and compared.
+void check_configs(const std::string& op, std::vector<int64_t> shape) {
+  tuner::Task task = tuner::Task::create(op, shape, Target("cuda"), "float16");
+  std::vector<int64_t> idx = {task.default_index()};
+  for (int64_t i = 0; i < task.space().size(); i += 17) idx.push_back(i);
+  for (int64_t tried = 0; int64_t i : idx) {
+    if (tried == 4) break;
     tuner::Instance inst;
     try {
       inst = task.instantiate(i);
@@ -40,8 +43,21 @@ TEST(TensorcoreGpu, MatmulMatchesTheReference) {
     runtime::cuda_synchronize();
     runtime::NDArray got = runtime::NDArray::empty(want[0].shape(), DataType::Float(32));
     got.copy_from(dev.back());
-    EXPECT_EQ(test::compare_arrays(got, want[0], {1e-2, 1e-2}, "C"), "") << "config " << i;
+    EXPECT_EQ(test::compare_arrays(got, want[0], {1e-2, 1e-2}, "C"), "") << op << " config " << i;
   }
+}
+
+TEST(TensorcoreGpu, MatmulMatchesTheReference) {
+  if (!runtime::cuda_available()) GTEST_SKIP() << "no CUDA driver/GPU: " << runtime::cuda_unavailable_reason();
+  if (runtime::cuda_compute_capability(0) < 70) GTEST_SKIP() << "the GPU has no tensor cores (sm_70 and later do)";
+  check_configs("matmul_tensorcore", {128, 256, 96});
+}
+
+TEST(TensorcoreGpu, MmaSyncMatmulMatchesTheReference) {
+  if (!runtime::cuda_available()) GTEST_SKIP() << "no CUDA driver/GPU: " << runtime::cuda_unavailable_reason();
+  if (runtime::cuda_compute_capability(0) < 80) GTEST_SKIP() << "mma.sync.m16n8k16 needs sm_80 or later";
+  check_configs("matmul_mma", {128, 256, 96});
+  check_configs("matmul_mma", {256, 512, 256});
 }
 
 }  // namespace

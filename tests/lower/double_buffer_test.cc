@@ -75,8 +75,14 @@ struct Kernel {
 };
 
 TEST(InjectDoubleBuffer, FetchOfNextStepIntoTheOtherHalf) {
+  // A fetch with an else branch is not staged through registers: it writes the other half
+  // directly, at the start of the step.
   Kernel kn;
-  Stmt out = inject_double_buffer(kn.make());
+  Expr t = kn.tx.var();
+  Stmt fetch = make_stmt<IfThenElseNode>(t < 4, store(kn.S, load(kn.In, kn.k * 8 + t), t), store(kn.S, Expr(0.0f), t));
+  Stmt compute = loop(kn.j, 0, 8, store(kn.Out, load(kn.Out, t) + load(kn.S, kn.j), t));
+  Stmt in = thread(kn.tx, 8, loop(kn.k, 0, 4, shared_alloc(kn.S, 8, seq({fetch, compute}))));
+  Stmt out = inject_double_buffer(in);
   std::string text = to_string(out);
   // One allocation of twice the size, around the loop.
   const AllocateNode* a = nullptr;
@@ -86,20 +92,54 @@ TEST(InjectDoubleBuffer, FetchOfNextStepIntoTheOtherHalf) {
   ASSERT_NE(a, nullptr) << text;
   EXPECT_EQ(te::as_const_int(te::simplify(a->size())), 16) << text;
   EXPECT_NE(find_loop(a->body, kn.k), nullptr) << text;
+  EXPECT_EQ(text.find("prefetch"), std::string::npos) << text;
   // The prologue (k = 0, half 0) before the loop; the fetch of k + 1 inside, guarded.
   auto st = stores_to(out, kn.S);
-  ASSERT_EQ(st.size(), 2u) << text;
+  ASSERT_EQ(st.size(), 4u) << text;
   EXPECT_EQ(te::to_string(st[0]->index), te::to_string(kn.tx.var())) << text;
   EXPECT_EQ(te::to_string(st[0]->value), "In[threadIdx.x]") << text;
   const ForNode* k = find_loop(out, kn.k);
   ASSERT_NE(k, nullptr);
-  EXPECT_EQ(stores_to(k->body, kn.S).size(), 1u) << text;
+  EXPECT_EQ(stores_to(k->body, kn.S).size(), 2u) << text;
   EXPECT_NE(text.find("if ((k < 3))"), std::string::npos) << text;
-  EXPECT_NE(te::to_string(st[1]->value).find("(k + 1)*8"), std::string::npos) << text;
-  EXPECT_NE(te::to_string(st[1]->index).find("floormod(k + 1, 2)*8"), std::string::npos) << text;
+  EXPECT_NE(te::to_string(st[2]->value).find("(k + 1)*8"), std::string::npos) << text;
+  EXPECT_NE(te::to_string(st[2]->index).find("floormod(k + 1, 2)*8"), std::string::npos) << text;
   // Reads of the current half.
   EXPECT_NE(text.find("S[(floormod(k, 2)*8) + j]"), std::string::npos) << text;
   EXPECT_EQ(count(text, "double_buffer_scope"), 1) << text;
+}
+
+TEST(InjectDoubleBuffer, CopiesAreStagedThroughRegisters) {
+  // A plain copy: the loads of step k + 1 go to a local array first thing in the step, the
+  // stores of that array into the other half after the compute.
+  Kernel kn;
+  Stmt out = inject_double_buffer(kn.make());
+  std::string text = to_string(out);
+  const AllocateNode* regs = nullptr;
+  post_order_visit(out, [&](const Stmt& x) {
+    if (const auto* al = x.as<AllocateNode>(); al && al->buffer_var.name() == "S.prefetch") regs = al;
+  });
+  ASSERT_NE(regs, nullptr) << text;
+  EXPECT_EQ(regs->scope, "local");
+  EXPECT_EQ(te::as_const_int(te::simplify(regs->size())), 1) << text;
+  const ForNode* k = find_loop(regs->body, kn.k);
+  ASSERT_NE(k, nullptr) << text;
+  const auto* body = k->body.as<SeqStmtNode>();
+  ASSERT_NE(body, nullptr) << text;
+  ASSERT_EQ(body->seq.size(), 3u) << text;
+  // Step 1: registers = In of step k + 1.
+  auto first = stores_to(body->seq[0], regs->buffer_var);
+  ASSERT_EQ(first.size(), 1u) << text;
+  EXPECT_NE(te::to_string(first[0]->value).find("(k + 1)*8"), std::string::npos) << text;
+  EXPECT_TRUE(stores_to(body->seq[0], kn.S).empty()) << text;
+  // Step 2: the compute on the current half; step 3: the other half = registers.
+  EXPECT_NE(to_string(body->seq[1]).find("S[(floormod(k, 2)*8) + j]"), std::string::npos) << text;
+  auto last = stores_to(body->seq[2], kn.S);
+  ASSERT_EQ(last.size(), 1u) << text;
+  EXPECT_EQ(te::to_string(last[0]->value), "S.prefetch[0]") << text;
+  EXPECT_NE(te::to_string(last[0]->index).find("floormod(k + 1, 2)*8"), std::string::npos) << text;
+  EXPECT_NE(to_string(body->seq[2]).find("double_buffer_scope"), std::string::npos) << text;
+  EXPECT_EQ(count(text, "if ((k < 3))"), 2) << text;
 }
 
 TEST(InjectDoubleBuffer, ThreadSyncNeedsOneBarrierPerIteration) {
@@ -195,7 +235,9 @@ TEST(DoubleBufferLowering, CudaPipelineDoublesTheSharedTiles) {
   EXPECT_NE(body.find("if ((k.outer < 3))"), std::string::npos) << body;
   EXPECT_NE(body.find("A.shared[(((floormod(k.outer + 1, 2)*32)"), std::string::npos) << body;
   EXPECT_NE(body.find("A.shared[((floormod(k.outer, 2)*32)"), std::string::npos) << body;
-  EXPECT_EQ(count(body, "A.shared["), 2 + 1) << body;  // prologue, next fetch, read
+  // The prologue's loop, the next fetch staged through 4 registers (its loop unrolled), the read.
+  EXPECT_EQ(count(body, "A.shared["), 1 + 4 + 1) << body;
+  EXPECT_EQ(count(body, "A.shared.prefetch["), 4 + 4) << body;
 }
 
 TEST(DoubleBufferLowering, CpuIgnoresDoubleBuffer) {

@@ -55,6 +55,27 @@ def test_gpu_primitives_lower():
         loom.create_schedule(B)[B].double_buffer()
     for make in (te.intrin.wmma_load_a, te.intrin.wmma_load_b, te.intrin.wmma_mma, te.intrin.wmma_store):
         assert make().name.startswith("wmma")
+    for make in (te.intrin.mma_load_a, te.intrin.mma_load_b, te.intrin.mma_m16n8k16, te.intrin.mma_store):
+        assert make().name.startswith("mma")
+
+
+def test_compute_padded():
+    # A cache of A computed in tiles of 8 rows over 30 rows, padded with zeros past row 29.
+    n, m = 30, 16
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2, name="B")
+    s = loom.create_schedule(B)
+    AA = s.cache_read(A, "global", [B])
+    io, ii = s[B].split(B.op.axis[0], factor=8)
+    s[AA].compute_at(s[B], io)
+    s[AA].compute_padded(0.0)
+    f = loom.build(s, [A, B])
+    a = np.random.rand(n, m).astype("float32")
+    b = np.empty((n, m), "float32")
+    f(a, b)
+    np.testing.assert_allclose(b, a * 2, rtol=1e-6)
+    with pytest.raises(loom.Error, match="compute_padded an output"):
+        loom.create_schedule(B)[B].compute_padded()
 
 
 def test_handles():

@@ -198,8 +198,13 @@ TEST(Misuse, Storage) {
   expect_error([&] { p.s[p.E].set_scope("shared"); }, {"stage 'E'", "output"});
   expect_error([&] { p.s[p.E].double_buffer(); }, {"stage 'E'", "output"});
   expect_error([&] { p.s[p.A].set_scope("shared"); }, {"stage 'A'", "placeholder"});
+  expect_error([&] { p.s[p.E].compute_padded(te::make_const(DataType::Float(32), 0)); }, {"stage 'E'", "output"});
+  expect_error([&] { c.compute_padded(te::Expr()); }, {"stage 'C'", "pad value is undefined"});
+  expect_error([&] { c.compute_padded(te::make_const(DataType::Float(32, 4), 0)); }, {"stage 'C'", "scalar"});
+  expect_error([&] { p.s[p.A].compute_padded(te::make_const(DataType::Float(32), 0)); }, {"stage 'A'"});
   EXPECT_TRUE(c->storage_align.empty());
   EXPECT_TRUE(c->storage_order.empty());
+  EXPECT_FALSE(c->pad_value.defined());
   EXPECT_EQ(c->scope, "");
 }
 

@@ -152,6 +152,36 @@ TEST(Trace, RfactorCacheReadAndStorageSteps) {
   EXPECT_MATCHES_REFERENCE(s2, (std::vector<Tensor>{t2[0], t2[2]}));
 }
 
+TEST(Trace, StorageOrderAndComputePaddedSteps) {
+  auto build = [] {
+    Tensor X = te::placeholder({13, 10}, DataType::Float(32), "X");
+    Tensor Y = te::compute({13, 10}, [&](Var i, Var j) { return X(i, j) * 2.0f; }, "Y");
+    return std::vector<Tensor>{X, Y};
+  };
+  auto schedule = [](const std::vector<Tensor>& t) {
+    Schedule s = create_schedule({t[1]});
+    Tensor xc = s.cache_read(t[0], "global", {t[1]});
+    auto [io, ii] = s[t[1]].split(s[t[1]].axis(0), 4);
+    s[xc].compute_at(s[t[1]], io);
+    s[xc].storage_order({s[xc].axis(1), s[xc].axis(0)});
+    s[xc].compute_padded(te::make_const(DataType::Float(32), 0.25));
+    return s;
+  };
+  auto t1 = build();
+  Schedule s1 = schedule(t1);
+  ASSERT_GE(trace(s1).size(), 2u);
+  EXPECT_EQ(trace(s1)[trace(s1).size() - 2].kind, StepKind::kStorageOrder);
+  EXPECT_EQ(trace(s1).back().kind, StepKind::kComputePadded);
+  EXPECT_EQ(trace(s1).back().strs.at("value"), "0.25");
+  const std::string json = steps_to_json(trace(s1));
+  auto t2 = build();
+  Schedule s2 = create_schedule({t2[1]});
+  apply_steps(s2, steps_from_json(json));
+  EXPECT_EQ(steps_to_json(trace(s2)), json);
+  EXPECT_EQ(lowered(s2, t2), lowered(s1, t1));
+  EXPECT_MATCHES_REFERENCE(s2, t2);
+}
+
 TEST(Trace, BindStepsShareThreadAxesByIdentity) {
   auto build = [] {
     Tensor X = te::placeholder({64, 64}, DataType::Float(32), "X");

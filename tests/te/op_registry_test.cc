@@ -211,7 +211,12 @@ TEST(OpRegistry, ApplyOpAndSelectTemplate) {
   EXPECT_EQ(c->name, "conv2d_nchw");
   EXPECT_EQ(c->attrs, (std::map<std::string, std::string>{{"pad", "0"}, {"stride", "1"}}));
   EXPECT_FALSE(ops::select_template("relu", "llvm", {tt({4})}, {}));
-  EXPECT_FALSE(ops::select_template("dense", "cuda", {tt({4, 8}), tt({2, 8})}, {}));
+  EXPECT_FALSE(ops::select_template("relu", "cuda", {tt({4})}, {}));
+  // dense has a GPU template (tuner/templates/cuda_gemm.cc): N, M, K.
+  auto d = ops::select_template("dense", "cuda", {tt({4, 8}), tt({2, 8})}, {});
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->name, "dense");
+  EXPECT_EQ(d->shape, (std::vector<int64_t>{4, 2, 8}));
 }
 
 // ---------------------------------------------------------------- convolutions

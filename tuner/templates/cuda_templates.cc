@@ -1,7 +1,8 @@
-// GPU schedule templates for target kind "cuda" (AutoTVM-style): "matmul", "conv2d_nchw" and
+// GPU schedule templates for target kind "cuda" (AutoTVM-style): "conv2d_nchw" and
 // "depthwise_conv2d_nchw" on that target (the template registry is keyed by name and target),
-// also known by their earlier names "matmul_cuda", "conv2d_nchw_cuda" and
-// "depthwise_conv2d_nchw_cuda", which logs carry.
+// also known by their earlier names "conv2d_nchw_cuda" and "depthwise_conv2d_nchw_cuda", which
+// logs carry; cuda_templates() also returns the GEMM templates of cuda_gemm.cc (matmul,
+// dense, batch_matmul).
 //
 // Every output spatial axis is split four ways, [block, vthread, thread, inner], bound to
 // blockIdx / vthread / threadIdx; a local accumulator (cache_write "local") is computed at
@@ -14,7 +15,7 @@
 // every config a template instantiates passes verify_gpu. The default configs use
 // 256-thread blocks. A fused epilogue is computed by each thread on its accumulators before
 // the store.
-#include "templates.h"
+#include "cuda_gemm.h"
 
 namespace loom::tuner {
 namespace {
@@ -103,59 +104,6 @@ int64_t prod(const std::vector<int64_t>& v, size_t from) {
   return p;
 }
 
-// ---- matmul
-std::vector<Tensor> matmul_compute(const records::Workload& w) {
-  const int64_t M = w.shape[0], N = w.shape[1], K = w.shape[2];
-  Tensor A = te::placeholder({M, K}, DataType::Float(32), "A");
-  Tensor B = te::placeholder({K, N}, DataType::Float(32), "B");
-  return {A, B, te::ops::matmul(A, B, false, false, "C")};
-}
-
-Schedule matmul_schedule(ConfigContext& cfg, const Tensor& C, const Tensor& output, const Target&) {
-  std::vector<Tensor> in = C.op()->input_tensors();
-  Tensor A = in[0], B = in[1];
-  const int64_t M = *te::as_const_int(C.shape()[0]), N = *te::as_const_int(C.shape()[1]);
-  const int64_t K = *te::as_const_int(A.shape()[1]);
-  cfg.split("tile_y", M, four_way(M));
-  cfg.split("tile_x", N, four_way(N));
-  cfg.split("tile_k", K, SplitOptions{SplitOptions::kFactors, 2, 64, {}});
-  Schedule s = tmpl::create_epilogue_schedule(C, output);
-  Tensor AA = s.cache_read(A, "shared", std::vector<Tensor>{C});
-  Tensor BB = s.cache_read(B, "shared", std::vector<Tensor>{C});
-  tmpl::OutputTile tile = tmpl::output_tile(s, C, output);
-  const auto &ty = cfg.value("tile_y"), &tx = cfg.value("tile_x");
-  int64_t kin = cfg.value("tile_k")[1];
-  int64_t shared = prod(ty, 1) * kin + prod(tx, 1) * kin;
-  schedule::Stage acc = tile.acc, out = tile.out;
-  schedule_gpu(cfg, s, out, {out.axis(0), out.axis(1)}, {"tile_y", "tile_x"}, acc, {acc.axis(0), acc.axis(1)},
-               {acc.reduce_axis(0)}, {AA, BB}, shared);
-  return s;
-}
-
-Template matmul_cuda() {
-  Template t;
-  t.name = "matmul";
-  t.aliases = {"matmul_cuda"};
-  t.shape_doc = "M,N,K";
-  t.doc = "C[M,N] = A[M,K] * B[K,N], float32, GPU (shared-memory tiles, vthreads)";
-  t.targets = {"cuda"};
-  t.check = [](const records::Workload& w) { tmpl::check_shape(w, {"M", "N", "K"}); };
-  t.flop = [](const records::Workload& w) { return 2.0 * double(w.shape[0]) * double(w.shape[1]) * double(w.shape[2]); };
-  t.compute = matmul_compute;
-  t.schedule = tmpl::bare(matmul_schedule);
-  t.schedule_epilogue = matmul_schedule;
-  // 16×16 threads, each 2×2 vthreads of 4×4 points: a 128×128 block tile, 8 deep.
-  t.default_config = [](const ConfigSpace& sp) {
-    tmpl::Preferences p;
-    p.values["tile_y"] = {-1, 2, 16, 4};
-    p.values["tile_x"] = {-1, 2, 16, 4};
-    p.values["tile_k"] = {-1, 8};
-    p.values["unroll_k"] = {1};
-    return tmpl::closest_config(sp, p);
-  };
-  return t;
-}
-
 // ---- conv2d_nchw and depthwise: shape N,C,H,W,K,R,S (depthwise: K = C * multiplier)
 void conv_check(const records::Workload& w, bool depthwise) {
   tmpl::check_conv(w);
@@ -241,6 +189,11 @@ Template conv_template(bool depthwise) {
 
 }  // namespace
 
-std::vector<Template> cuda_templates() { return {matmul_cuda(), conv_template(false), conv_template(true)}; }
+std::vector<Template> cuda_templates() {
+  std::vector<Template> all = cuda_gemm_templates();
+  all.push_back(conv_template(false));
+  all.push_back(conv_template(true));
+  return all;
+}
 
 }  // namespace loom::tuner

@@ -10,7 +10,8 @@
 namespace loom::tuner {
 
 std::vector<Template> tensorize_templates() {
-  return {matmul_int8_template(), conv2d_nchwc_int8_template(), matmul_tensorcore_template()};
+  return {matmul_int8_template(), conv2d_nchwc_int8_template(), matmul_tensorcore_template(),
+          matmul_mma_template()};
 }
 
 namespace int8 {

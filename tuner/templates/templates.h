@@ -55,15 +55,17 @@ Template softmax_template();
 Template attention_template();
 /// The CUDA attention (target kind "cuda"), tuner/templates/attention_cuda.cc.
 Template attention_cuda_template();
-/// The GPU templates (target kind "cuda"): matmul, conv2d_nchw, depthwise_conv2d_nchw (aliases
-/// matmul_cuda, conv2d_nchw_cuda, depthwise_conv2d_nchw_cuda, their names in older logs).
+/// The GPU templates (target kind "cuda"): matmul, dense, batch_matmul, conv2d_nchw,
+/// depthwise_conv2d_nchw (aliases matmul_cuda, conv2d_nchw_cuda, depthwise_conv2d_nchw_cuda,
+/// their names in older logs).
 std::vector<Template> cuda_templates();
 /// The tensorized templates: matmul_int8 and conv2d_nchwc_int8 (te::dot_u8s8s32, CPU) and
-/// matmul_tensorcore (WMMA, cuda).
+/// matmul_tensorcore (WMMA, cuda) and matmul_mma (mma.sync, cuda).
 std::vector<Template> tensorize_templates();
 Template matmul_int8_template();
 Template conv2d_nchwc_int8_template();
 Template matmul_tensorcore_template();
+Template matmul_mma_template();
 
 namespace tmpl {
 

@@ -13,6 +13,9 @@ namespace loom::codegen {
 struct CudaCodegenOptions {
   /// Use the fast approximate intrinsics (__expf, __logf, __powf, …).
   bool fast_math = true;
+  /// Leave out the inline-PTX device functions behind the loom.mma_* intrinsics
+  /// (loom_ldmatrix_x4, loom_mma_m16n8k16, …): the CUDA emulation defines its own models.
+  bool omit_mma_functions = false;
 };
 
 /// CUDA C of one kernel: `extern "C" __global__ void __launch_bounds__(threads) name(…)`.

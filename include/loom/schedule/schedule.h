@@ -110,6 +110,14 @@ class Stage {
   /// size, …) to `value` for this schedule. Throws naming the stage when it is not an extern
   /// operation's, or naming the parameters it has when it has no `key`.
   void extern_param(const std::string& key, int64_t value);
+  /// Computes the stage over its whole loop nest, past its operation's shape where a tile
+  /// overshoots it, with no bounds guards; its reads of placeholders outside their shape give
+  /// `pad_value` instead, and every other stage it reads must be computed padded too (or be
+  /// inlined), which lowering checks. Points outside the shape hold values no consumer may
+  /// use: for the tiles of a matmul (shared and register caches of A and B padded with 0, and
+  /// the accumulator), a tile that overshoots M, N or K adds zeros to the accumulators the
+  /// output keeps and computes others its guarded store drops, with no guard in its inner loop.
+  void compute_padded(Expr pad_value);
 
  private:
   std::shared_ptr<StageNode> node_;
@@ -129,6 +137,7 @@ struct StageNode {
   std::map<int, std::pair<int, int>> storage_align;  // dim → (factor, offset)
   std::vector<int> storage_order;                      // dims outermost first; empty: natural
   bool double_buffer = false;
+  Expr pad_value;  // compute_padded: defined when the stage is computed padded
   bool is_output = false;
   /// Parameters of an extern operation's body set by extern_param (the rest keep the
   /// operation's defaults).

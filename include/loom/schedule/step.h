@@ -12,7 +12,7 @@ namespace loom::schedule {
 enum class StepKind : uint8_t {
   kSplit, kSplitNparts, kFuse, kReorder, kUnroll, kVectorize, kParallel, kBind, kPragma, kTensorize,
   kComputeAt, kComputeInline, kComputeRoot, kStorageAlign, kSetScope, kDoubleBuffer,
-  kCacheRead, kCacheWrite, kRfactor, kExternParam,
+  kCacheRead, kCacheWrite, kRfactor, kExternParam, kStorageOrder, kComputePadded,
 };
 /// "split", "split_nparts", "fuse", … (the primitive's name; the "p" field of the JSON form).
 const char* to_string(StepKind k);
@@ -51,6 +51,8 @@ struct StepRef {
 ///   cache_write    stage; ints "output"; strs "scope"
 ///   rfactor        stage, axes[0]; ints "output", "factor_axis"
 ///   extern_param   stage; strs "key"; ints "value"
+///   storage_order  stage, axes (its root spatial axes, outermost first)
+///   compute_padded stage; strs "value" (the constant pad value, printed exactly), "dtype"
 struct Step {
   StepKind kind = StepKind::kSplit;
   StepRef stage;

@@ -34,4 +34,22 @@ TensorIntrin wmma_mma();
 /// wmma::store_matrix_sync.
 TensorIntrin wmma_store();
 
+/// Tensor cores through PTX mma.sync.m16n8k16 (sm_80 and later; Hopper runs it too): fp16
+/// inputs, fp32 accumulation, fragments in registers. Fragment buffers have the scopes
+/// "mma.matrix_a" (16×16 tiles), "mma.matrix_b" (16×8 tiles, k × n) and "mma.accumulator"
+/// (16×8 tiles), numbered row-major like the WMMA ones; the CUDA code generator declares them
+/// as register arrays (4, 2 and 4 per tile and lane). The stages using them run a warp
+/// together: they must not bind threadIdx.x, which must be the 32 lanes of a warp.
+///
+/// dst = src, a 16×16 fp16 tile of shared memory (row major, rows a multiple of 16 bytes,
+/// 16-byte aligned) into an mma.matrix_a fragment: ldmatrix.x4.
+TensorIntrin mma_load_a();
+/// dst = src, a 16×8 (k × n) fp16 tile of shared memory into an mma.matrix_b fragment:
+/// ldmatrix.x2.trans.
+TensorIntrin mma_load_b();
+/// c[i, j] += Σ_k float32(a[i, k]) · float32(b[k, j]), 16×8×16 (reset: 0): mma.sync.
+TensorIntrin mma_m16n8k16();
+/// dst = src from a 16×8 accumulator fragment into memory (row major).
+TensorIntrin mma_store();
+
 }  // namespace loom::te
