@@ -225,31 +225,13 @@ class EmulatedCudaModuleNode : public runtime::ModuleNode,
     for (const auto& t : f.temps) bufs.push_back(std::make_unique<GuardedBuffer>(nbytes(t.dtype, t.numel)));
     std::lock_guard<std::mutex> lock(launch_mutex());
     for (const runtime::CudaLaunch& l : f.launches) {
-      std::vector<void*> ptrs;
-      std::vector<int32_t> i32s;
-      std::vector<int64_t> i64s;
-      i32s.reserve(l.scalars.size());
-      i64s.reserve(l.scalars.size());
-      std::vector<void*> params;
-      for (int b : l.buffers) ptrs.push_back(bufs[size_t(b)]->data());
-      for (void*& p : ptrs) params.push_back(&p);
-      for (size_t s = 0; s < l.scalars.size(); ++s) {
-        if (l.scalar_is_64[s]) {
-          i64s.push_back(l.scalars[s]);
-          params.push_back(&i64s.back());
-        } else {
-          i32s.push_back(int32_t(l.scalars[s]));
-          params.push_back(&i32s.back());
-        }
-      }
       // The wrapper receives pointers to the values, as cuLaunchKernel does.
-      std::vector<void*> values;
-      for (void* p : params) values.push_back(p);
+      runtime::CudaLaunchParams params(l, [&](int b) { return bufs[size_t(b)]->data(); });
       const unsigned grid[3] = {unsigned(l.grid[0]), unsigned(l.grid[1]), unsigned(l.grid[2])};
       const unsigned block[3] = {unsigned(l.block[0]), unsigned(l.block[1]), unsigned(l.block[2])};
       char error[1024] = {0};
       void* fault = nullptr;
-      int status = lib_->launch(entries_.at(l.kernel), values.data(), grid, block, reverse ? 1 : 0, error,
+      int status = lib_->launch(entries_.at(l.kernel), params.data(), grid, block, reverse ? 1 : 0, error,
                                 sizeof error, &fault);
       if (status != 0) {
         std::string where;

@@ -127,27 +127,10 @@ class CudaModuleNode : public ModuleNode, public std::enable_shared_from_this<Cu
     for (const auto& t : f.temps) temps.push_back(NDArray::empty({t.numel}, t.dtype, DLDevice{kDLCUDA, 0}));
     for (const CudaLaunch& l : f.launches) {
       CUfunction fn = kernel(l.kernel);
-      std::vector<void*> ptrs;
-      std::vector<int32_t> i32s;
-      std::vector<int64_t> i64s;
-      ptrs.reserve(l.buffers.size());
-      i32s.reserve(l.scalars.size());
-      i64s.reserve(l.scalars.size());
-      std::vector<void*> params;
-      for (int b : l.buffers) {
+      CudaLaunchParams params(l, [&](int b) {
         LOOM_ICHECK(b >= 0 && size_t(b) < f.args.size() + temps.size());
-        ptrs.push_back(size_t(b) < f.args.size() ? args[b]->data : temps[b - f.args.size()].raw_data());
-      }
-      for (auto& p : ptrs) params.push_back(&p);
-      for (size_t s = 0; s < l.scalars.size(); ++s) {
-        if (l.scalar_is_64[s]) {
-          i64s.push_back(l.scalars[s]);
-          params.push_back(&i64s.back());
-        } else {
-          i32s.push_back(int32_t(l.scalars[s]));
-          params.push_back(&i32s.back());
-        }
-      }
+        return size_t(b) < f.args.size() ? args[b]->data : temps[b - f.args.size()].raw_data();
+      });
       cuda::check(d.cuLaunchKernel(fn, unsigned(l.grid[0]), unsigned(l.grid[1]), unsigned(l.grid[2]),
                                    unsigned(l.block[0]), unsigned(l.block[1]), unsigned(l.block[2]), 0, nullptr,
                                    params.data(), nullptr),
@@ -165,6 +148,23 @@ class CudaModuleNode : public ModuleNode, public std::enable_shared_from_this<Cu
 };
 
 }  // namespace
+
+CudaLaunchParams::CudaLaunchParams(const CudaLaunch& launch, const std::function<void*(int)>& buffer) {
+  ptrs_.reserve(launch.buffers.size());  // params_ points into these: no reallocation after
+  i32s_.reserve(launch.scalars.size());
+  i64s_.reserve(launch.scalars.size());
+  for (int b : launch.buffers) ptrs_.push_back(buffer(b));
+  for (void*& p : ptrs_) params_.push_back(&p);
+  for (size_t s = 0; s < launch.scalars.size(); ++s) {
+    if (launch.scalar_is_64[s]) {
+      i64s_.push_back(launch.scalars[s]);
+      params_.push_back(&i64s_.back());
+    } else {
+      i32s_.push_back(int32_t(launch.scalars[s]));
+      params_.push_back(&i32s_.back());
+    }
+  }
+}
 
 void set_cuda_library_exporter(CudaLibraryExporter exporter) { library_exporter().store(exporter); }
 

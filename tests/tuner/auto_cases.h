@@ -2,11 +2,16 @@
 // auto_cuda_rules_test.cc for the GPU rules on the CUDA emulation), each on shapes that do
 // and do not divide the tiles.
 #pragma once
+#include <algorithm>
 #include <functional>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "loom/schedule/trace.h"
 #include "loom/te/ops.h"
+#include "loom/tuner/search_space.h"
 
 namespace loom::tuner::auto_cases {
 
@@ -122,6 +127,38 @@ inline std::vector<Case> cases() {
        },
        {"conv2d_nchw: multi-level tiled, through a cache_write", "pad: placed"}},
   };
+}
+
+/// The rules' default config, then random canonical configs of the rules' sketches (seeded).
+inline std::vector<int64_t> configs(const SearchSpace& sp, uint64_t seed, int n) {
+  std::vector<int64_t> out{sp.default_index()};
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> pick(0, sp.space().size() - 1);
+  for (int tries = 0; int(out.size()) < n && tries < 50 * n; ++tries) {
+    const int64_t c = sp.canonical(pick(rng));
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
+/// Config `index` of `sp`, and its steps (through their JSON form) replayed on a fresh build of
+/// the case's computation; nullopt when the rules reject the config.
+struct Replayed {
+  Instance original;
+  Instance replayed;
+};
+inline std::optional<Replayed> replay_config(const SearchSpace& sp, const Case& c, bool divides, int64_t index) {
+  Replayed r;
+  try {
+    r.original = sp.instantiate(sp.space().get(index));
+  } catch (const InstantiationError&) {
+    return std::nullopt;
+  }
+  const std::string json = schedule::steps_to_json(sp.steps(sp.space().get(index)));
+  r.replayed.args = c.make(divides);
+  r.replayed.schedule = schedule::create_schedule(outputs_of(r.replayed.args));
+  schedule::apply_steps(r.replayed.schedule, schedule::steps_from_json(json));
+  return r;
 }
 
 }  // namespace loom::tuner::auto_cases

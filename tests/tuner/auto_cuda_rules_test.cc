@@ -32,18 +32,6 @@ const std::map<std::string, std::vector<std::string>> kGpuRoles = {
     {"conv2d_padded", {"conv2d_nchw: multi-level tiled", "pad: inline"}},
 };
 
-/// The rules' default config, then random canonical configs of the rules' sketches.
-std::vector<int64_t> configs(const SearchSpace& sp, uint64_t seed, int n) {
-  std::vector<int64_t> out{sp.default_index()};
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> pick(0, sp.space().size() - 1);
-  for (int tries = 0; int(out.size()) < n && tries < 50 * n; ++tries) {
-    const int64_t c = sp.canonical(pick(rng));
-    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-  }
-  return out;
-}
-
 /// "" when config `index` of `sp` compiles to PTX and runs on the emulation matching the
 /// reference; "rejected: …" when the config breaks a GPU limit; else what went wrong.
 std::string check_config(const SearchSpace& sp, int64_t index, uint64_t seed) {
@@ -107,17 +95,10 @@ TEST(AutoCudaRules, StepsReplayToTheSameLoopIR) {
     std::vector<Tensor> args = c.make(false);
     auto sp = make_auto_space(args, kCuda, AutoOptions{false});
     for (int64_t index : configs(*sp, 5, 3)) {
-      Instance inst;
-      try {
-        inst = sp->instantiate(sp->space().get(index));
-      } catch (const InstantiationError&) {
-        continue;
-      }
-      const std::string json = schedule::steps_to_json(sp->steps(sp->space().get(index)));
-      std::vector<Tensor> again = c.make(false);  // a fresh build of the computation
-      Schedule s = create_schedule(outputs_of(again));
-      schedule::apply_steps(s, schedule::steps_from_json(json));
-      EXPECT_EQ(lowered(s, again), lowered(inst.schedule, inst.args)) << c.name << " config " << index;
+      std::optional<Replayed> r = replay_config(*sp, c, false, index);
+      if (!r) continue;
+      EXPECT_EQ(lowered(r->replayed.schedule, r->replayed.args), lowered(r->original.schedule, r->original.args))
+          << c.name << " config " << index;
       ++replayed;
     }
   }

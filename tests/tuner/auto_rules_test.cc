@@ -23,18 +23,6 @@ using te::Var;
 
 std::string lowered(const Instance& inst) { return lowering::to_string(lower(inst.schedule, inst.args, "f")); }
 
-/// Random canonical configs of the rules' sketches (seeded), the rules' default first.
-std::vector<int64_t> configs(const SearchSpace& sp, uint64_t seed, int n) {
-  std::vector<int64_t> out{sp.default_index()};
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> pick(0, sp.space().size() - 1);
-  for (int tries = 0; int(out.size()) < n && tries < 50 * n; ++tries) {
-    const int64_t c = sp.canonical(pick(rng));
-    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-  }
-  return out;
-}
-
 TEST(AutoRules, RolesOfTheKernelsTheyWereWrittenFor) {
   for (const Case& c : cases()) {
     auto sp = make_auto_space(c.make(true), Target("llvm"), AutoOptions{false});
@@ -72,17 +60,9 @@ TEST(AutoRules, StepsReplayToTheSameLoopIR) {
     std::vector<Tensor> args = c.make(false);
     auto sp = make_auto_space(args, Target("llvm"), AutoOptions{false});
     for (int64_t index : configs(*sp, 3, 3)) {
-      Instance inst;
-      try {
-        inst = sp->instantiate(sp->space().get(index));
-      } catch (const InstantiationError&) {
-        continue;
-      }
-      const std::string json = schedule::steps_to_json(sp->steps(sp->space().get(index)));
-      std::vector<Tensor> again = c.make(false);  // a fresh build of the computation
-      Schedule s = create_schedule(outputs_of(again));
-      schedule::apply_steps(s, schedule::steps_from_json(json));
-      EXPECT_EQ(lowered({s, again}), lowered(inst)) << c.name << " config " << index;
+      std::optional<Replayed> r = replay_config(*sp, c, false, index);
+      if (!r) continue;
+      EXPECT_EQ(lowered(r->replayed), lowered(r->original)) << c.name << " config " << index;
     }
   }
 }

@@ -260,6 +260,10 @@ struct SpatialTiles {
 SpatialTiles tile_spatial(Generator& g, int anchor, schedule::Stage st);
 /// fuse_consumer.cc: the tiled stage `i` would be fused into this consumer (-1: none).
 int fusible_consumer(const SketchBuilder& b, int i);
+/// fuse_consumer.cc: the match of a multi-level tiling rule (CPU or GPU): a reduction with data
+/// reuse becomes a tiled stage, and its fusible consumer, if any, its epilogue scheduled by
+/// `epilogue_rule`. False (nothing set) for any other stage.
+bool claim_tiled_stage(SketchBuilder& b, int i, const SketchRule& epilogue_rule);
 /// fuse_consumer.cc: schedules the loops of `st` (an epilogue of tiled stage `anchor`, or its
 /// cache_write copy) by the anchor's tiles: four levels per spatial axis, the first fused and
 /// parallel, the last vectorized. Sets place[owner] top and top_loops.

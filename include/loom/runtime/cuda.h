@@ -42,6 +42,23 @@ struct CudaLaunch {
   int64_t block[3] = {1, 1, 1};
 };
 
+/// The kernel parameters of one launch as cuLaunchKernel takes them: a pointer per parameter,
+/// to the buffer operand's pointer (`buffer(b)` for operand b of CudaLaunch::buffers) or to the
+/// scalar's value, which the object keeps alive.
+class CudaLaunchParams {
+ public:
+  CudaLaunchParams(const CudaLaunch& launch, const std::function<void*(int)>& buffer);
+  CudaLaunchParams(const CudaLaunchParams&) = delete;
+  CudaLaunchParams& operator=(const CudaLaunchParams&) = delete;
+  void** data() { return params_.data(); }
+
+ private:
+  std::vector<void*> ptrs_;
+  std::vector<int32_t> i32s_;
+  std::vector<int64_t> i64s_;
+  std::vector<void*> params_;
+};
+
 /// A device buffer the function allocates for intermediate results.
 struct CudaTempBuffer {
   DataType dtype;

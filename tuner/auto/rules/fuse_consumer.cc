@@ -52,6 +52,21 @@ int fusible_consumer(const SketchBuilder& b, int i) {
   return identity_path(b, i, e, st.spatial) ? e : -1;
 }
 
+bool claim_tiled_stage(SketchBuilder& b, int i, const SketchRule& epilogue_rule) {
+  const StageInfo& st = b.dag.stages()[size_t(i)];
+  if (!st.reduction || !st.data_reuse) return false;
+  StagePlan& p = b.plans[size_t(i)];
+  p.role = Role::kTiled;
+  p.epilogue = fusible_consumer(b, i);
+  if (p.epilogue >= 0) {
+    StagePlan& e = b.plans[size_t(p.epilogue)];
+    e.role = Role::kEpilogue;
+    e.anchor = i;
+    e.rule = &epilogue_rule;
+  }
+  return true;
+}
+
 void tile_epilogue(Generator& g, int anchor, int owner, schedule::Stage st) {
   const StageInfo& a = g.dag.stages()[size_t(anchor)];
   SpatialTiles t = tile_spatial(g, anchor, st);

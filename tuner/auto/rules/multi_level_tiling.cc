@@ -19,20 +19,7 @@ class MultiLevelTiling : public SketchRule {
  public:
   const char* name() const override { return "multi_level_tiling"; }
 
-  bool match(SketchBuilder& b, int i) const override {
-    const StageInfo& st = b.dag.stages()[size_t(i)];
-    if (!st.reduction || !st.data_reuse) return false;
-    StagePlan& p = b.plans[size_t(i)];
-    p.role = Role::kTiled;
-    p.epilogue = fusible_consumer(b, i);
-    if (p.epilogue >= 0) {
-      StagePlan& e = b.plans[size_t(p.epilogue)];
-      e.role = Role::kEpilogue;
-      e.anchor = i;
-      e.rule = &fuse_consumer_rule();
-    }
-    return true;
-  }
+  bool match(SketchBuilder& b, int i) const override { return claim_tiled_stage(b, i, fuse_consumer_rule()); }
 
   void define(SketchBuilder& b, int i) const override {
     const StageInfo& st = b.dag.stages()[size_t(i)];
