@@ -18,6 +18,11 @@
 //   conv2d_int8 (groups 1, C and K multiples of 16, a square window) → conv2d_nchwc_int8:
 //                               data NCHW16c, weight pack_int8_kernel'ed, output NCHW16c;
 //   dense, matmul (2-D, constant weight) → dense_pack with the weight laid out OI{16}o;
+//   concat along C of values one of which arrives blocked, every channel count a multiple of
+//                               the block → concat of the blocked values (of their blocks);
+//   strided_slice of a blocked value taking whole channel blocks (begin and end multiples of
+//                               the block, step 1) → the slice of the blocked value: a
+//                               network's channel Split (YOLO's C2f) stays blocked;
 //   anything else             → reads every input in its original layout.
 // So layout_transform nodes appear only where a region starts or ends (or its block
 // changes), and graph outputs keep their layouts. Weight transforms are layout_transform
@@ -49,7 +54,8 @@ class LayoutRewriter {
   Graph run() {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
-      if (!n.is_op() || !(rewrite_conv(int(i)) || rewrite_conv_int8(int(i)) || rewrite_dense(int(i)) || rewrite_blocked(int(i)))) keep(int(i));
+      if (!n.is_op() || !(rewrite_conv(int(i)) || rewrite_conv_int8(int(i)) || rewrite_dense(int(i)) || rewrite_blocked(int(i)) ||
+                           rewrite_channel_concat(int(i)) || rewrite_channel_slice(int(i)))) keep(int(i));
     }
     for (const ValueRef& v : g_.outputs) rw_.replace(v, get(v, ""));
     return rw_.finish();
@@ -279,6 +285,49 @@ class LayoutRewriter {
       }
     }
     emit(i, n.op, in, n.attrs);
+    return true;
+  }
+
+  bool rewrite_channel_concat(int i) {
+    const Node& n = g_.nodes[size_t(i)];
+    if (n.op != "concat" || n.outputs.size() != 1 || n.outputs[0].shape.size() != 4) return false;
+    int64_t axis = te::ops::attr_int(n.attrs, "axis");
+    if (axis != 1 && axis != -3) return false;
+    std::string lead;
+    for (const ValueRef& v : n.inputs)
+      if (block_of(blocked(v))) {
+        lead = blocked(v);
+        break;
+      }
+    const int64_t b = block_of(lead);
+    if (!b) return false;
+    for (const ValueRef& v : n.inputs)
+      if (g_.type(v).shape.size() != 4 || g_.type(v).shape[1] % b != 0) return false;
+    std::vector<Value> in;
+    for (const ValueRef& v : n.inputs) in.push_back(get(v, lead, "NCHW"));
+    emit(i, "concat", in, {{"axis", int64_t(1)}});
+    return true;
+  }
+
+  bool rewrite_channel_slice(int i) {
+    const Node& n = g_.nodes[size_t(i)];
+    if (n.op != "strided_slice" || n.outputs.size() != 1) return false;
+    const std::string lead = blocked(n.inputs[0]);
+    const int64_t b = block_of(lead);
+    const std::vector<int64_t>& s = g_.type(n.inputs[0]).shape;
+    if (!b || s.size() != 4) return false;
+    std::vector<int64_t> begin = te::ops::attr_ints(n.attrs, "begin"), end = te::ops::attr_ints(n.attrs, "end"),
+                         strides = te::ops::attr_ints(n.attrs, "strides");
+    if (strides.empty()) strides.assign(4, 1);
+    if (begin.size() != 4 || end.size() != 4 || strides.size() != 4 || strides[1] != 1) return false;
+    int64_t first = 0;
+    const int64_t extent = te::ops::slice_extent(s[1], begin[1], end[1], 1, &first);
+    if (first % b != 0 || extent % b != 0) return false;
+    // N, H and W keep their slices; C counts blocks; the block's channels are taken whole.
+    std::vector<int64_t> bb{begin[0], first / b, begin[2], begin[3], 0};
+    std::vector<int64_t> be{end[0], (first + extent) / b, end[2], end[3], b};
+    std::vector<int64_t> bs{strides[0], 1, strides[2], strides[3], 1};
+    emit(i, "strided_slice", {rw_.map(n.inputs[0])}, {{"begin", bb}, {"end", be}, {"strides", bs}});
     return true;
   }
 

@@ -1,4 +1,5 @@
 // Layout strings ("NCHW16c") and layout_transform between them.
+#include <algorithm>
 #include <cctype>
 
 #include "loom/te/ops.h"
@@ -60,6 +61,10 @@ int Layout::index_of(char name) const {
 int64_t Layout::block_of(char primal) const {
   int i = index_of(char(primal - 'A' + 'a'));
   return i < 0 ? 0 : axes[size_t(i)].factor;
+}
+
+bool Layout::blocked() const {
+  return std::any_of(axes.begin(), axes.end(), [](const Axis& a) { return a.factor != 0; });
 }
 
 Tensor layout_transform(const Tensor& x, const std::string& src, const std::string& dst,

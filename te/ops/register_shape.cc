@@ -34,6 +34,23 @@ OpDef strided_slice_op() {
     return {strided_slice(in[0], attr_ints(a, "begin"), attr_ints(a, "end"), attr_ints(a, "strides"),
                           "strided_slice")};
   };
+  // A slice keeps its input's blocked layout when it takes whole blocks: stride 1 along every split
+  // primal axis (begin and end count blocks there) and every sub-axis whole.
+  d.infer_type = [d](const std::vector<TensorType>& in, const Attrs& a) {
+    std::vector<TensorType> out = infer_from_compute(d, in, a);
+    if (in[0].layout.empty()) return out;
+    Layout l = Layout::parse(in[0].layout);
+    std::vector<int64_t> strides = attr_ints(a, "strides");
+    if (!l.blocked() || l.ndim() != in[0].shape.size()) return out;
+    for (size_t i = 0; i < l.ndim(); ++i) {
+      const int64_t stride = strides.empty() ? 1 : strides[i];
+      const bool split = l.axes[i].factor ? true : l.block_of(l.axes[i].name) > 0;
+      if (split && stride != 1) return out;
+      if (l.axes[i].factor && out[0].shape[i] != in[0].shape[i]) return out;
+    }
+    out[0].layout = in[0].layout;
+    return out;
+  };
   return d;
 }
 

@@ -82,6 +82,21 @@ OpDef concat_op() {
   d.compute = [](const std::vector<Tensor>& in, const Attrs& a) -> std::vector<Tensor> {
     return {concat(in, int(attr_int(a, "axis")), "concat")};
   };
+  // Inputs sharing a blocked layout join in it along a primal axis (a concat of NCHW16c values
+  // along C, channel blocks, is the NCHW16c value of the joined channels).
+  d.infer_type = [d](const std::vector<TensorType>& in, const Attrs& a) {
+    std::vector<TensorType> out = infer_from_compute(d, in, a);
+    const std::string& layout = in[0].layout;
+    if (layout.empty()) return out;
+    for (const TensorType& t : in)
+      if (t.layout != layout) return out;
+    Layout l = Layout::parse(layout);
+    if (!l.blocked()) return out;
+    int64_t axis = attr_int(a, "axis");
+    if (axis < 0) axis += int64_t(l.ndim());
+    if (axis >= 0 && axis < int64_t(l.ndim()) && l.axes[size_t(axis)].factor == 0) out[0].layout = layout;
+    return out;
+  };
   return d;
 }
 

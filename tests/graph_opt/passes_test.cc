@@ -266,6 +266,54 @@ TEST(GraphPasses, AlterLayoutEntersChangesBlocksAndLeavesRegions) {
   EXPECT_EQ(compare_outputs(run_reference(l, in), run_reference(g, in)), "");
 }
 
+/// A C2f block as YOLOv8 writes it: a conv's channels split in two, a conv on the second half,
+/// the halves and its output joined, a conv on the join; plus slices and a join that do not
+/// take whole 16-channel blocks (`aligned` false: channels 8..24, a step of 2), which must
+/// stay NCHW.
+Graph channel_split_concat(bool aligned) {
+  GraphBuilder b(aligned ? "c2f" : "c2f_unaligned");
+  Value x = b.input("x", {{1, 16, 7, 6}, DataType::Float(32), "NCHW"});
+  Conv2dAttrs pad1;
+  pad1.padding = {1, 1};
+  Value c1 = b.conv2d(x, b.constant("w1", random_array({32, 16, 1, 1}, 1, -0.3, 0.3)), {}, "c1");
+  auto slice = [&](int64_t from, int64_t to, int64_t step, const std::string& name) {
+    return b.op("strided_slice", {c1},
+                {{"begin", std::vector<int64_t>{0, from, 0, 0}}, {"end", std::vector<int64_t>{1, to, 7, 6}},
+                 {"strides", std::vector<int64_t>{1, step, 1, 1}}},
+                name);
+  };
+  Value s0 = aligned ? slice(0, 16, 1, "s0") : slice(8, 24, 1, "s0");
+  Value s1 = aligned ? slice(16, 32, 1, "s1") : slice(0, 32, 2, "s1");
+  Value m = b.conv2d(s1, b.constant("w2", random_array({aligned ? 16 : 24, 16, 3, 3}, 2, -0.2, 0.2)), pad1, "m");
+  Value cat = b.op("concat", {s0, s1, m}, {{"axis", int64_t(1)}}, "cat");
+  const int64_t joined = aligned ? 48 : 56;
+  b.output(b.conv2d(cat, b.constant("w3", random_array({16, joined, 1, 1}, 3, -0.2, 0.2)), {}, "c3"));
+  return b.build();
+}
+
+TEST(GraphPasses, AlterLayoutKeepsChannelSplitsAndConcatsBlocked) {
+  Graph g = channel_split_concat(true);
+  Graph l = eliminate_dead_code(fold_constants(cancel_layout_transforms(alter_layout(g))));
+  for (const char* name : {"s0", "s1", "cat"})
+    EXPECT_EQ(l.nodes[size_t(l.at(name))].outputs[0].layout, "NCHW16c") << name << "\n" << l;
+  EXPECT_EQ(te::ops::attr_ints(l.nodes[size_t(l.at("s1"))].attrs, "begin"), (std::vector<int64_t>{0, 1, 0, 0, 0}));
+  std::vector<std::string> transforms;
+  for (const Node& n : l.nodes)
+    if (n.is_op() && n.op == "layout_transform") transforms.push_back(n.name);
+  EXPECT_EQ(transforms, (std::vector<std::string>{"x.NCHW16c", "c3.NCHW"})) << l;
+  std::vector<NDArray> in = test::graph_inputs(g);
+  EXPECT_EQ(compare_outputs(run_reference(l, in), run_reference(g, in)), "");
+  check_pipeline(g);
+
+  Graph u = channel_split_concat(false);
+  Graph lu = eliminate_dead_code(fold_constants(cancel_layout_transforms(alter_layout(u))));
+  for (const char* name : {"s0", "s1"})
+    EXPECT_EQ(lu.nodes[size_t(lu.at(name))].outputs[0].layout, "") << name << "\n" << lu;
+  in = test::graph_inputs(u);
+  EXPECT_EQ(compare_outputs(run_reference(lu, in), run_reference(u, in)), "");
+  check_pipeline(u);
+}
+
 TEST(GraphPasses, FoldScaleAxisIntoConvAndDense) {
   GraphBuilder b("scaled");
   Value x = b.input("x", {{2, 5}, DataType::Float(32), ""});

@@ -45,6 +45,28 @@ void expect_compiled_matches_reference(const Graph& g, const std::vector<NDArray
   }
 }
 
+TEST(ShapeOpsCompile, ChannelSplitAndConcatOnBlockedValues) {
+  // A channel Split and Concat between convolutions (YOLOv8's C2f): on whole 16-channel
+  // blocks they run on the blocked values; across blocks (channels 8..24, a step of 2) in NCHW.
+  for (bool aligned : {true, false}) {
+    SCOPED_TRACE(aligned);
+    GraphBuilder b("split_concat");
+    Value x = b.input("x", {{1, 16, 5, 9}, f32, "NCHW"});
+    Value c1 = b.conv2d(x, b.constant("w1", test::random_array({48, 16, 1, 1}, 1, -0.3, 0.3)), {}, "c1");
+    auto slice = [&](int64_t from, int64_t to, int64_t step) {
+      return b.op("strided_slice", {c1},
+                  {{"begin", std::vector<int64_t>{0, from, 0, 0}}, {"end", std::vector<int64_t>{1, to, 5, 9}},
+                   {"strides", std::vector<int64_t>{1, step, 1, 1}}});
+    };
+    Value s0 = aligned ? slice(0, 16, 1) : slice(8, 24, 1), s1 = aligned ? slice(16, 48, 1) : slice(0, 48, 2);
+    Value m = b.relu(b.conv2d(s1, b.constant("w2", test::random_array({16, aligned ? 32 : 24, 3, 3}, 2, -0.2, 0.2)),
+                              {{1, 1}, {1, 1}}));
+    Value cat = b.op("concat", {s0, m, s1}, {{"axis", int64_t(1)}});
+    b.output(b.conv2d(cat, b.constant("w3", test::random_array({32, aligned ? 64 : 56, 1, 1}, 3, -0.2, 0.2))));
+    expect_compiled_matches_reference(b.build(), {test::random_array({1, 16, 5, 9}, 4)});
+  }
+}
+
 TEST(ShapeOpsCompile, PadModesSliceTileChain) {
   for (const char* mode : {"constant", "edge", "reflect", "wrap"}) {
     SCOPED_TRACE(mode);

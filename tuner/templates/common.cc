@@ -235,6 +235,10 @@ OutputTile output_tile(Schedule& s, const te::Tensor& anchor, const te::Tensor& 
   return {s[output], acc};
 }
 
+void unroll_tile(schedule::Stage out, const std::vector<te::IterVar>& tile) {
+  for (const te::IterVar& v : tile) out.unroll(v);
+}
+
 std::vector<std::vector<int64_t>> permutations(int n) {
   std::vector<int64_t> p(size_t(n), 0);
   for (int i = 0; i < n; ++i) p[size_t(i)] = i;
@@ -282,7 +286,7 @@ void schedule_gemm(ConfigContext& cfg, schedule::Stage out, const te::IterVar& b
   out.parallel(outer.size() > 1 ? out.fuse(outer) : outer[0]);
   auto [xr, xv] = out.split(xp[2], kBlock);
   out.vectorize(xv);
-  (void)xr;
+  unroll_tile(out, {yp[2], xr});
 
   acc.compute_at(out, xp[1]);
   auto kp = cfg.apply_split("tile_k", acc, acc_k);

@@ -93,6 +93,7 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const Tensor& out, const Te
   so.reorder({outer[0], outer[1], outer[2], owp[0], kbp[1], ohp[1], owp[1], so.axis(4)});
   so.parallel(so.fuse(outer));
   so.vectorize(so.axis(4));
+  tmpl::unroll_tile(so, {kbp[1], ohp[1], owp[1]});
 
   acc.compute_at(so, owp[0]);
   std::vector<te::IterVar> red{acc.reduce_axis(0), acc.reduce_axis(1), acc.reduce_axis(2)};

@@ -65,6 +65,7 @@ schedule::Schedule schedule_depthwise(ConfigContext& cfg, const Tensor& out, con
   so.reorder({so.axis(0), so.axis(1), ohp[0], owp[0], ohp[1], owp[1]});
   so.parallel(so.fuse(so.axis(0), so.axis(1)));
   so.vectorize(owp[1]);
+  tmpl::unroll_tile(so, {ohp[1]});
 
   acc.compute_at(so, owp[0]);
   te::IterVar ry = acc.reduce_axis(0), rx = acc.reduce_axis(1);

@@ -301,6 +301,8 @@ struct Layout {
   int index_of(char name) const;
   /// The factor splitting primal axis `primal` ('C'), or 0 when it is not split.
   int64_t block_of(char primal) const;
+  /// Whether some primal axis is split ("NCHW16c", not "NCHW").
+  bool blocked() const;
 };
 
 /// x, laid out as `src`, rearranged into layout `dst` (the same primal axes, each split at
