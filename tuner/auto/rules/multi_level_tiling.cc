@@ -10,9 +10,10 @@
 // The rules' default config is a register-blocked micro-kernel sized from the target's vector
 // registers, as a person writes a GEMM template: the accumulators of S3 (two vectors along the
 // vectorized axis times `rows` along the widest other spatial axis) stay in registers while
-// R1 steps through the reduction; S1 blocks four such tiles per axis for cache reuse; the
-// cache is computed at the end of S1. S3 of an axis other than the vectorized one is at most
-// kMaxRegisterRows: wider register tiles only spill.
+// R1 steps through the reduction; S1 blocks such tiles along the rows axis only, so that an
+// outer tile is one register tile wide and its packed panel exactly that wide (contiguous);
+// the cache is computed at the end of S1. S3 of an axis other than the vectorized one is at
+// most kMaxRegisterRows: wider register tiles only spill.
 #include <fmt/format.h>
 
 #include <utility>
@@ -45,8 +46,7 @@ class MultiLevelTiling : public SketchRule {
       const bool vec = int(d) == last;
       auto values = tile_values(st.spatial[d], 4, vec ? 0 : kMaxRegisterRows);
       std::vector<int64_t> want{1, 1, 1};
-      if (vec) want = {std::min<int64_t>(4, std::max<int64_t>(1, st.spatial[d] / (2 * b.lanes))), 1,
-                       std::min<int64_t>(2 * b.lanes, st.spatial[d])};
+      if (vec) want = {1, 1, std::min<int64_t>(2 * b.lanes, st.spatial[d])};
       else if (int(d) == rows) want = {std::min<int64_t>(32, std::max<int64_t>(1, st.spatial[d] / tile_rows / 4)), 1,
                                        std::min<int64_t>(tile_rows, st.spatial[d])};
       const size_t pref = closest_value(values, want);
