@@ -101,6 +101,58 @@ TEST(AutoRules, DefaultIsThePatternSchedule) {
   }
 }
 
+// The rules' default config of a matmul is a register-blocked micro-kernel sized from the
+// target's vector registers (two vectors of columns times 4 rows with 16 registers, 8 rows with
+// 32), the cache at the end of S1, only the micro-kernel (R1 S3) unrolled, and B's panels
+// packed in the parallel outer tile loop.
+TEST(AutoRules, DefaultTilesAreARegisterBlockedMicroKernel) {
+  struct Want {
+    const char* target;
+    int64_t cols, rows;
+    bool run;
+  };
+  for (const Want& w : {Want{"llvm -mcpu=x86-64-v3", 16, 4, true}, Want{"llvm -mcpu=skylake-avx512", 32, 8, false}})
+    for (int64_t n : {int64_t(256), int64_t(200)}) {
+      Tensor A = ph({n, 96}, "A");
+      Tensor B = ph({96, n + 8}, "B");
+      IterVar k = te::reduce_axis({0, 96}, "k");
+      Tensor C = te::compute({n, n + 8}, [&](Var i, Var j) { return te::sum(A(i, k) * B(k, j), {k}); }, "C");
+      auto sp = make_auto_space({A, B, C}, Target(w.target), AutoOptions{false});
+      const ConfigEntity e = sp->space().get(sp->default_index());
+      const ConfigSpace& space = sp->space();
+      auto value = [&](const std::string& knob) {
+        const int k = space.knob_index(knob);
+        EXPECT_GE(k, 0) << knob;
+        return space.knobs()[size_t(k)].values[size_t(e.choices()[size_t(k)])];
+      };
+      EXPECT_EQ(value("C.S1").back(), w.cols) << w.target << " n=" << n;
+      EXPECT_EQ(value("C.S0").back(), w.rows) << w.target << " n=" << n;
+      EXPECT_EQ(value("C.R0").back(), 4) << w.target;
+      EXPECT_EQ(value("C.at")[0], 2) << w.target;
+      EXPECT_GT(value("C.unroll")[0], 0) << w.target;
+      // B[k, j] is read as a panel reused across i, and packed; A[i, k] is not.
+      EXPECT_EQ(value("C.pack_B")[0], 1) << w.target;
+      EXPECT_LT(space.knob_index("C.pack_A"), 0) << w.target;
+      Instance inst = sp->instantiate(e);
+      int pragmas = 0, packs = 0;
+      for (const schedule::Step& st : schedule::trace(inst.schedule)) {
+        if (st.kind == schedule::StepKind::kCacheRead) {
+          ++packs;
+          EXPECT_EQ(st.stage.name, "B");
+        }
+        if (st.kind == schedule::StepKind::kPragma) {
+          ++pragmas;
+          ASSERT_EQ(st.axes.size(), 1u);
+          EXPECT_EQ(st.axes[0].name.rfind("k.", 0), 0u) << "the unroll pragma is not on the micro-kernel's reduce loop: "
+                                                   << schedule::to_string({st});
+        }
+      }
+      EXPECT_EQ(pragmas, 1) << schedule::to_string(schedule::trace(inst.schedule));
+      EXPECT_EQ(packs, 1) << schedule::to_string(schedule::trace(inst.schedule));
+      if (w.run) EXPECT_EQ(test::compare_with_reference(inst.schedule, inst.args), "") << w.target << " n=" << n;
+    }
+}
+
 TEST(AutoRules, TooWideVectorsAreRejectedBeforeBuilding) {
   Tensor A = ph({64, 128}, "A");
   Tensor B = te::compute({64, 128}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "B");

@@ -186,6 +186,7 @@ void analyze_reads(StageInfo& st, const std::map<const te::OperationNode*, int>&
       if (!load || !load->producer) return;
       auto it = index.find(load->producer->op.get());
       if (it == index.end()) return;
+      const bool first_read = !st.reads.count(it->second);
       ProducerReads& r = st.reads[it->second];
       const auto& pshape = load->producer->shape;
       bool identity = load->indices.size() == op.axis.size();
@@ -195,12 +196,17 @@ void analyze_reads(StageInfo& st, const std::map<const te::OperationNode*, int>&
       }
       r.identity &= identity;
       if (st.reduction) {
+        bool misses = false;
         for (size_t d = 0; d < op.axis.size(); ++d) {
           if (st.spatial[d] <= 1) continue;
           bool uses = false;
           for (const te::Expr& i : load->indices) uses |= te::expr_uses_var(i, op.axis[d].var());
-          st.data_reuse |= !uses;
+          misses |= !uses;
         }
+        st.data_reuse |= misses;
+        const bool panel = misses && load->indices.size() >= 2 && inner_spatial.defined() &&
+                           is_var(load->indices.back(), inner_spatial.var());
+        r.panel = (first_read || r.panel) && panel;
       }
       if (load->indices.empty()) return;
       const te::Expr& last = load->indices.back();

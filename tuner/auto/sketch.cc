@@ -54,18 +54,20 @@ constexpr int64_t kMaxInnerFactor = 64;
 
 }  // namespace
 
-std::vector<std::vector<int64_t>> tile_values(int64_t extent, int parts) {
+std::vector<std::vector<int64_t>> tile_values(int64_t extent, int parts, int64_t max_innermost) {
   LOOM_CHECK(parts >= 2 && parts <= 4, "tile_values: {} parts", parts);
   const std::vector<int64_t> inner = factors(extent, kMaxInnerFactor);
+  const std::vector<int64_t> innermost =
+      max_innermost > 0 ? factors(extent, std::min(kMaxInnerFactor, max_innermost)) : inner;
   const std::vector<int64_t> outer = factors(extent, extent);
   std::vector<std::vector<int64_t>> out;
   if (parts == 2) {
-    for (int64_t f : inner) out.push_back({-1, f});
+    for (int64_t f : innermost) out.push_back({-1, f});
     return out;
   }
   for (int64_t f1 : parts == 4 ? outer : std::vector<int64_t>{1})
     for (int64_t f2 : parts == 4 ? inner : outer)
-      for (int64_t f3 : inner) {
+      for (int64_t f3 : innermost) {
         if (f1 * f2 > extent || f1 * f2 * f3 > extent) continue;
         if (parts == 4) out.push_back({-1, f1, f2, f3});
         else out.push_back({-1, f2, f3});

@@ -87,8 +87,9 @@ class SketchBuilder {
 
 /// Split values of an extent (each [-1, inner parts…], outer part first).
 /// Multi-level tiles [-1, f1, f2, f3]: f3 and f2 from the powers of two and divisors up to 64,
-/// f1 from the powers of two and divisors of the extent, f1·f2·f3 at most the extent.
-std::vector<std::vector<int64_t>> tile_values(int64_t extent, int parts);
+/// f1 from the powers of two and divisors of the extent, f1·f2·f3 at most the extent; with
+/// `max_innermost` > 0, the innermost part at most that.
+std::vector<std::vector<int64_t>> tile_values(int64_t extent, int parts, int64_t max_innermost = 0);
 /// [-1, f] with f a power of two or a divisor of the extent, up to `max_factor`.
 std::vector<std::vector<int64_t>> factor_values(int64_t extent, int64_t max_factor);
 /// The index of the value of `values` whose inner parts are closest to `want` (log scale).
@@ -104,6 +105,9 @@ inline constexpr int64_t kParallelMinWork = 16384;
 inline constexpr int64_t kTaskPerThreadBelow = int64_t(1) << 20;
 /// Compute-location candidates a "loc" knob offers besides the root (and inline).
 inline constexpr int kMaxLocations = 8;
+/// The innermost tile (S3) of a multi-level tiled stage's spatial axis other than the vectorized
+/// one is at most this: its accumulators are meant to stay in registers.
+inline constexpr int64_t kMaxRegisterRows = 16;
 /// A vectorized loop may be at most this many target vector registers wide.
 inline constexpr int kMaxVectorRegisters = 4;
 

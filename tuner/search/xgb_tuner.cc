@@ -1,7 +1,10 @@
 // XGBTuner: cost-model-guided search (XGBoost model + simulated annealing).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <thread>
 #include <unordered_set>
 
 #include "loom/records/log_tools.h"
@@ -82,6 +85,39 @@ const std::vector<float>& XGBTuner::features(int64_t index) {
   return feature_cache_.emplace(index, std::move(f)).first->second;
 }
 
+void XGBTuner::cache_features(const std::vector<int64_t>& indices) {
+  std::vector<int64_t> todo;
+  std::unordered_set<int64_t> seen;
+  for (int64_t i : indices)
+    if (!feature_cache_.count(i) && seen.insert(i).second) todo.push_back(i);
+  const int threads = std::min<int>(xopt_.feature_threads > 0 ? xopt_.feature_threads
+                                                               : int(std::max(1u, std::thread::hardware_concurrency())),
+                                    int(todo.size()));
+  if (threads <= 1) return;  // features() extracts them one by one
+  std::vector<std::vector<float>> out(todo.size());
+  std::vector<std::exception_ptr> failed(todo.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k = next++; k < todo.size(); k = next++) {
+      try {
+        out[k] = extract_features(task_, task_.space().get(todo[k]), feature_set_);
+      } catch (const Error&) {
+        out[k].clear();  // cannot be instantiated or lowered
+      } catch (...) {
+        failed[k] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (size_t k = 0; k < todo.size(); ++k) {
+    if (failed[k]) std::rethrow_exception(failed[k]);
+    feature_cache_.emplace(todo[k], std::move(out[k]));
+  }
+}
+
 bool XGBTuner::buildable(int64_t index) {
   if (features(index).empty()) return false;
   if (feature_set_ != FeatureSet::kKnob || !instantiated_.insert(index).second) return true;
@@ -96,6 +132,7 @@ bool XGBTuner::buildable(int64_t index) {
 
 std::vector<double> XGBTuner::score(const std::vector<int64_t>& indices) {
   std::vector<double> out(indices.size(), -std::numeric_limits<double>::infinity());
+  if (feature_set_ != FeatureSet::kKnob) cache_features(indices);
   std::vector<std::vector<float>> xs;
   std::vector<size_t> where;
   for (size_t i = 0; i < indices.size(); ++i) {

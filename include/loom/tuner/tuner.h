@@ -216,6 +216,9 @@ struct XGBTunerOptions {
   /// Set: the model also learns from (and feeds) these rows of other tasks of the template;
   /// its feature set replaces `features`.
   std::shared_ptr<SharedTrainingSet> shared;
+  /// Threads that extract the features of the configs the explorer scores (each lowers its
+  /// config; the measurers are idle meanwhile); 0: one per core.
+  int feature_threads = 0;
 };
 
 /// Model-guided search: an XGBoost cost model trained on every measured config (refit after
@@ -240,6 +243,9 @@ class XGBTuner : public Tuner {
  private:
   /// Features of a config (cached); empty when it cannot be instantiated.
   const std::vector<float>& features(int64_t index);
+  /// Extracts the features of the uncached configs among `indices` into the cache, on
+  /// XGBTunerOptions::feature_threads threads.
+  void cache_features(const std::vector<int64_t>& indices);
   /// False for a config the template rejects. Extracting loop features instantiates the
   /// config; knob features do not, so those configs are instantiated here, once.
   bool buildable(int64_t index);

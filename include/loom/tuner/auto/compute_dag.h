@@ -16,6 +16,11 @@ struct ProducerReads {
   /// Every read indexes the producer by the stage's own axis variables, in order, and the
   /// two have the same extents: out[i, j] = f(p[i, j]).
   bool identity = true;
+  /// A reduction's reads of the producer index its last dimension by exactly the stage's
+  /// innermost spatial axis of extent > 1 and miss another spatial axis of extent > 1 (matmul's
+  /// B[k, j]): the tile of one iteration of the outer tiles is a panel reused across the
+  /// missed axis, worth copying into a contiguous buffer (packing).
+  bool panel = false;
 };
 
 /// One operation of the computation.
