@@ -424,6 +424,47 @@ TEST(Templates, NchwcDefaultsFitTheRegisterBudget) {
   }
 }
 
+// An epilogue that calls a vector function (GELU's erf) must not keep the register tile on
+// the stack: the tile's write-out is unrolled, so the accumulator is read at constant indices
+// only, on a tile with a row tail (13 rows in 8-row tiles) and a column tail (40 in 48).
+TEST(Fused, DenseGeluEpilogueReadsTheAccumulatorAtConstantIndices) {
+  Group b;
+  Tensor x = b.input({13, 24}, "x"), w = b.input({3, 24, 16}, "w"), bias = b.input({40}, "bias");
+  Tensor d = b.anchor("dense_pack", {x, w}, {{"units", int64_t(40)}});
+  b.g.outputs = {b.op("gelu", {b.op("bias_add", {d, bias})})};
+  ASSERT_TRUE(b.g.call);
+  FusedSchedule fs = schedule_fused(b.kernel(), Target("llvm"));
+  EXPECT_EQ(run_against_group(b.g, fs), "");
+  const std::string ir = ir_of(fs);
+  ASSERT_NE(ir.find("erf("), std::string::npos) << ir;
+  size_t reads = 0;
+  const std::string acc = "dense[ramp(";  // the anchor, in "local" scope: the register tile
+  ASSERT_NE(ir.find("allocate dense: "), std::string::npos) << ir;
+  for (size_t at = ir.find(acc); at != std::string::npos; at = ir.find(acc, at + 1)) {
+    if (at > 0 && ir[at - 1] != ' ' && ir[at - 1] != '(') continue;
+    ++reads;
+    const char next = ir[at + acc.size()];
+    EXPECT_TRUE(next >= '0' && next <= '9') << "a loop-indexed accumulator access: "
+                                             << ir.substr(at, ir.find('\n', at) - at);
+  }
+  EXPECT_GT(reads, 0u) << ir;
+}
+
+// Fewer rows than columns (a dense layer over a few hundred tokens): the untuned config runs
+// the column panels outermost, so that the weight streams through the cache once; square
+// products keep rows outermost.
+TEST(Templates, GemmDefaultStreamsTheLargerOperandOnce) {
+  for (const char* op : {"dense_pack", "dense", "matmul"}) {
+    Task tall = Task::create(op, {197, 3072, 768}, Target("llvm"));
+    ConfigEntity t = tall.space().get(tall.default_index());
+    EXPECT_EQ(t.value("cols_outer"), (std::vector<int64_t>{1})) << op << ": " << t.str();
+    EXPECT_EQ(t.value("tile_y").back(), 8) << op << ": " << t.str();  // with a tail: 197 is prime
+    EXPECT_EQ(t.value("tile_x").back(), 48) << op << ": " << t.str();
+    Task square = Task::create(op, {256, 256, 256}, Target("llvm"));
+    EXPECT_EQ(square.space().get(square.default_index()).value("cols_outer"), (std::vector<int64_t>{0})) << op;
+  }
+}
+
 TEST(Fused, DenseBiasReluIsDenseWithAnEpilogue) {
   Task old = Task::create("dense_bias_relu", {9, 20, 11}, Target("llvm"));
   Task dense = Task::create("dense", {9, 20, 11}, Target("llvm"));
