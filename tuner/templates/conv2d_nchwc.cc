@@ -89,6 +89,11 @@ schedule::Schedule schedule_conv(ConfigContext& cfg, const Tensor& out, const Te
   so.reorder({outer[0], outer[1], outer[2], owp[0], kbp[1], ohp[1], owp[1], so.axis(4)});
   so.parallel(so.fuse(outer));
   so.vectorize(so.axis(4));
+  // The write-out unrolled, so that the accumulators stay in registers under an epilogue
+  // that calls a function (SiLU's exp), as schedule_gemm's.
+  so.unroll(kbp[1]);
+  so.unroll(ohp[1]);
+  so.unroll(owp[1]);
 
   acc.compute_at(so, owp[0]);
   std::vector<te::IterVar> red{acc.reduce_axis(0), acc.reduce_axis(1), acc.reduce_axis(2)};

@@ -85,6 +85,10 @@ schedule::Schedule schedule_depthwise(ConfigContext& cfg, const Tensor& out, con
   so.reorder({so.axis(0), so.axis(1), ohp[0], owp[0], ohp[1], owp[1], so.axis(4)});
   so.parallel(so.fuse({so.axis(0), so.axis(1), ohp[0]}));
   so.vectorize(so.axis(4));
+  // The write-out unrolled, so that the accumulators stay in registers under an epilogue
+  // that calls a function (SiLU's exp), as schedule_gemm's.
+  so.unroll(ohp[1]);
+  so.unroll(owp[1]);
 
   acc.compute_at(so, owp[0]);
   te::IterVar ry = acc.reduce_axis(0), rx = acc.reduce_axis(1);
