@@ -441,43 +441,38 @@ std::string loop_indexed_accumulator_access(const std::string& ir, const std::st
 // An epilogue that calls a vector function (GELU's erf, SiLU's exp) must not keep the register
 // tile on the stack: the tile's write-out is unrolled, so the accumulator is read at constant
 // indices only, on tiles with row and column tails (13 rows in 8-row tiles, 40 columns in 48).
+/// Schedules `b`'s group, checks it against the group and that its register tile `acc`
+/// (allocated "local") is accessed at constant indices only.
+void expect_tile_in_registers(const Group& b, const std::string& acc) {
+  ASSERT_TRUE(b.g.call);
+  FusedSchedule fs = schedule_fused(b.kernel(), Target("llvm"));
+  EXPECT_EQ(run_against_group(b.g, fs), "");
+  const std::string ir = ir_of(fs);
+  ASSERT_NE(ir.find("allocate " + acc + ": "), std::string::npos) << ir;
+  EXPECT_EQ(loop_indexed_accumulator_access(ir, acc), "");
+}
+
 TEST(Fused, CallingEpiloguesReadTheAccumulatorAtConstantIndices) {
   {
     Group b;
     Tensor x = b.input({13, 24}, "x"), w = b.input({3, 24, 16}, "w"), bias = b.input({40}, "bias");
     Tensor d = b.anchor("dense_pack", {x, w}, {{"units", int64_t(40)}});
     b.g.outputs = {b.op("gelu", {b.op("bias_add", {d, bias})})};
-    ASSERT_TRUE(b.g.call);
-    FusedSchedule fs = schedule_fused(b.kernel(), Target("llvm"));
-    EXPECT_EQ(run_against_group(b.g, fs), "");
-    const std::string ir = ir_of(fs);
-    ASSERT_NE(ir.find("erf("), std::string::npos) << ir;
-    ASSERT_NE(ir.find("allocate dense: "), std::string::npos) << ir;
-    EXPECT_EQ(loop_indexed_accumulator_access(ir, "dense"), "");
+    expect_tile_in_registers(b, "dense");
   }
   {
     Group b;
     Tensor x = b.input({1, 1, 9, 10, 16}, "x"), w = b.input({2, 1, 3, 3, 16, 16}, "w");
     Tensor c = b.anchor("conv2d_nchwc", {x, w}, {{"padding", std::vector<int64_t>{1, 1}}});
     b.g.outputs = {b.op("multiply", {c, b.op("sigmoid", {c})})};
-    ASSERT_TRUE(b.g.call);
-    FusedSchedule fs = schedule_fused(b.kernel(), Target("llvm"));
-    EXPECT_EQ(run_against_group(b.g, fs), "");
-    const std::string ir = ir_of(fs);
-    ASSERT_NE(ir.find("allocate conv2d_nchwc: "), std::string::npos) << ir;
-    EXPECT_EQ(loop_indexed_accumulator_access(ir, "conv2d_nchwc"), "");
+    expect_tile_in_registers(b, "conv2d_nchwc");
   }
   {
     Group b;
     Tensor x = b.input({1, 2, 9, 9, 16}, "x"), w = b.input({2, 1, 3, 3, 1, 16}, "w");
     Tensor c = b.anchor("depthwise_conv2d_nchwc", {x, w}, {{"padding", std::vector<int64_t>{1, 1}}});
     b.g.outputs = {b.op("multiply", {c, b.op("sigmoid", {c})})};
-    ASSERT_TRUE(b.g.call);
-    FusedSchedule fs = schedule_fused(b.kernel(), Target("llvm"));
-    EXPECT_EQ(run_against_group(b.g, fs), "");
-    const std::string ir = ir_of(fs);
-    ASSERT_NE(ir.find("allocate depthwise_conv2d_nchwc: "), std::string::npos) << ir;
-    EXPECT_EQ(loop_indexed_accumulator_access(ir, "depthwise_conv2d_nchwc"), "");
+    expect_tile_in_registers(b, "depthwise_conv2d_nchwc");
   }
 }
 
