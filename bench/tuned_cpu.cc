@@ -4,7 +4,15 @@
 //       separate bias+relu pass (OpenBLAS and oneDNN's sgemm);
 //   (c) conv2d on ResNet-18's layers, batch 1: loom's conv2d_nchwc on channel-blocked arrays
 //       (nChw16c data and output, OIhw16i16o kernel, converted from NCHW/OIHW untimed) vs
-//       oneDNN's direct convolution in the layouts it picks.
+//       oneDNN's direct convolution in the layouts it picks;
+//   (d) "transformer": the dense layers of BERT-base and ViT-B/16, X[M,K] * W[N,K]^T over
+//       M = 128, 197 and 384 tokens with (N, K) = (768, 768), (2304, 768), (3072, 768) and
+//       (768, 3072): loom's dense_pack on the weight packed once (as a compiled network
+//       packs its constant weights) vs cblas_sgemm and dnnl_sgemm on the plain weight. As in
+//       a network, whose weights are not in cache when their layer runs, each call takes the
+//       next of --weight-copies copies of the weight (every library alike); --weight-copies
+//       1 measures a weight that stays in cache. --transformer-trials (default 0: the
+//       template's untuned config) tunes these too.
 //
 // Each workload is tuned with the XGBoost tuner (one log per workload in --log-dir; with
 // --resume a rerun reads the log, never measures a config twice and only adds the trials
@@ -26,8 +34,10 @@
 // together with the convolution; the weights reorder is never timed).
 //
 //   bench/tuned_cpu [--log-dir DIR] [--trials N] [--conv-trials N] [--resume | --no-tune]
-//                   [--sections matmul,dense,conv] [--matmul-sizes 1024,2048] [--threads 1,2]
-//                   [--repeat R] [--json FILE]
+//                   [--sections matmul,dense,conv,transformer] [--matmul-sizes 1024,2048]
+//                   [--threads 1,2] [--repeat R] [--transformer-trials N] [--weight-copies C]
+//                   [--json FILE]
+#include <cblas.h>
 #include <loom/loom.h>
 #include <loom/records/record.h>
 #include <loom/runtime/thread_pool.h>
@@ -62,8 +72,10 @@ struct Options {
   std::string log_dir = "tuned_cpu_logs";
   int trials = 200;      // matmul and dense
   int conv_trials = 64;  // each conv layer
+  int transformer_trials = 0;
+  int weight_copies = 8;
   bool resume = false, no_tune = false;
-  std::vector<std::string> sections = {"matmul", "dense", "conv"};
+  std::vector<std::string> sections = {"matmul", "dense", "conv", "transformer"};
   std::vector<int> matmul_sizes = {1024, 2048};
   std::vector<int> threads = {1, 2};
   int repeat = 7;
@@ -85,9 +97,12 @@ cli::Command command() {
       {"--log-dir", "DIR", "tuning logs, one JSON-lines file per workload (default tuned_cpu_logs)"},
       {"--trials", "N", "XGB trials for each matmul and dense workload (default 200)"},
       {"--conv-trials", "N", "XGB trials for each conv layer (default 64)"},
+      {"--transformer-trials", "N", "XGB trials for each transformer dense layer (default 0: untuned)"},
+      {"--weight-copies", "C",
+       "copies of each transformer weight, one per call in turn (default 8; 1: a weight that stays in cache)"},
       {"--resume", "", "reuse existing logs: only the trials missing up to N are measured"},
       {"--no-tune", "", "do not tune; build each workload from its log (default config if none)"},
-      {"--sections", "LIST", "any of matmul,dense,conv (default all)"},
+      {"--sections", "LIST", "any of matmul,dense,conv,transformer (default all)"},
       {"--matmul-sizes", "LIST", "square matmul sizes (default 1024,2048)"},
       {"--threads", "LIST", "thread counts for every library (default 1,2)"},
       {"--repeat", "R", "timed repeats per measurement; the median is reported (default 7)"},
@@ -106,12 +121,14 @@ Options options_from(const cli::Args& a) {
   o.log_dir = a.str("--log-dir", o.log_dir);
   o.trials = int(a.integer("--trials", o.trials, 0, 1 << 30));
   o.conv_trials = int(a.integer("--conv-trials", o.conv_trials, 0, 1 << 30));
+  o.transformer_trials = int(a.integer("--transformer-trials", o.transformer_trials, 0, 1 << 30));
+  o.weight_copies = int(a.integer("--weight-copies", o.weight_copies, 1, 64));
   o.resume = a.has("--resume");
   o.no_tune = a.has("--no-tune");
   if (a.has("--sections")) o.sections = bench::split_list(a.str("--sections"), ',');
   for (const auto& s : o.sections)
-    if (s != "matmul" && s != "dense" && s != "conv")
-      a.usage_error("--sections: unknown section '{}' (expected matmul, dense, conv)", s);
+    if (s != "matmul" && s != "dense" && s != "conv" && s != "transformer")
+      a.usage_error("--sections: unknown section '{}' (expected matmul, dense, conv, transformer)", s);
   bench::int_list_option(a, "--matmul-sizes", &o.matmul_sizes);
   bench::int_list_option(a, "--threads", &o.threads);
   o.repeat = int(a.integer("--repeat", o.repeat, 1, 1000));
@@ -170,6 +187,8 @@ struct Case {
   /// The peers, made after the thread count is set: oneDNN fixes a primitive's number of
   /// threads when the primitive is created.
   std::function<std::vector<Peer>()> make_peers;
+  /// Where set, calls loom's function in place of calling it on `args`.
+  std::function<void(const runtime::PackedFunc&)> call;
 };
 
 // ---------------------------------------------------------------- workloads and peers
@@ -180,6 +199,7 @@ Case matmul_case(int n) {
          tuner::Task::create("matmul", {n, n, n}, Target::host()),
          0,
          "",
+         {},
          {},
          {},
          {},
@@ -220,6 +240,7 @@ Case dense_case(int N, int M, int K) {
          {},
          {},
          {},
+         {},
          {}};
   runtime::NDArray x = f32({N, K}, 3), w = f32({M, K}, 4), bias = f32({M}, 5);
   c.args = {x, w, bias, f32({N, M})};
@@ -241,6 +262,66 @@ Case dense_case(int N, int M, int K) {
   return c;
 }
 
+/// A transformer weight W[N,K] in `copies` copies (equal values, distinct memory), plain
+/// (for the peers) and packed as dense_pack takes it ([ceil(N/16), K, 16]), shared by the
+/// cases of every token count.
+struct RotatedWeight {
+  std::vector<runtime::NDArray> plain, packed;
+};
+
+std::shared_ptr<RotatedWeight> rotated_weight(int N, int K, int copies) {
+  auto r = std::make_shared<RotatedWeight>();
+  const int64_t blocks = (N + 15) / 16;
+  for (int c = 0; c < copies; ++c) {
+    runtime::NDArray w = f32({N, K}, 100), p = f32({blocks, K, 16});  // equal values: one reference
+    const float* src = w.data<float>();
+    float* dst = p.data<float>();
+    for (int64_t j = 0; j < blocks * 16; ++j)
+      for (int64_t k = 0; k < K; ++k) dst[((j / 16) * K + k) * 16 + j % 16] = j < N ? src[j * K + k] : 0.0f;
+    r->plain.push_back(w);
+    r->packed.push_back(p);
+  }
+  return r;
+}
+
+/// X[M,K] * W[N,K]^T, each call on the next copy of W.
+Case transformer_case(int M, int N, int K, const std::shared_ptr<RotatedWeight>& w) {
+  Case c{"transformer",
+         fmt::format("dense {}x{}x{}", M, N, K),
+         tuner::Task::create("dense_pack", {M, N, K}, Target::host()),
+         0,
+         "",
+         {},
+         {},
+         {},
+         {},
+         {}};
+  runtime::NDArray x = f32({M, K}, 3), out = f32({M, N});
+  c.args = {x, w->packed[0], out};
+  auto next = std::make_shared<size_t>(0);
+  c.call = [=](const runtime::PackedFunc& fn) { fn(x, w->packed[(*next)++ % w->packed.size()], out); };
+  runtime::NDArray o1 = f32({M, N}), o2 = f32({M, N});
+  c.make_peers = [=] {
+    auto n1 = std::make_shared<size_t>(0), n2 = std::make_shared<size_t>(0);
+    std::vector<Peer> peers;
+    peers.push_back({"OpenBLAS",
+                     [=] {
+                       const float* b = w->plain[(*n1)++ % w->plain.size()].data<float>();
+                       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x.data<float>(), K, b, K,
+                                   0.0f, o1.data<float>(), N);
+                     },
+                     o1, true});
+    peers.push_back({"oneDNN",
+                     [=] {
+                       const float* b = w->plain[(*n2)++ % w->plain.size()].data<float>();
+                       dnnl_sgemm('N', 'T', M, N, K, 1.0f, x.data<float>(), K, b, K, 0.0f, o2.data<float>(), N);
+                     },
+                     o2, false});
+    return peers;
+  };
+  return c;
+}
+
 using ConvLayer = bench::ConvShape;
 
 /// loom's conv2d_nchwc on arrays blocked as oneDNN blocks them (nChw16c, OIhw16i16o; the
@@ -253,6 +334,7 @@ Case conv_case(const ConvLayer& l) {
                              {{"stride", std::to_string(l.stride)}, {"pad", std::to_string(l.pad)}}),
          0,
          "",
+         {},
          {},
          {},
          {},
@@ -337,8 +419,14 @@ int run(const Options& o) {
                                                      {512, 7, 512, 3, 1, 1}})
       cases.push_back(conv_case(l));
   }
+  if (has(o.sections, "transformer")) {
+    for (auto [N, K] : std::vector<std::pair<int, int>>{{768, 768}, {2304, 768}, {3072, 768}, {768, 3072}}) {
+      std::shared_ptr<RotatedWeight> w = rotated_weight(N, K, o.weight_copies);
+      for (int M : {128, 197, 384}) cases.push_back(transformer_case(M, N, K, w));
+    }
+  }
   for (Case& c : cases) {
-    c.trials = c.section == "conv" ? o.conv_trials : o.trials;
+    c.trials = c.section == "conv" ? o.conv_trials : c.section == "transformer" ? o.transformer_trials : o.trials;
     c.log = (fs::path(o.log_dir) / (bench::sanitize(c.task.key()) + ".jsonl")).string();
   }
 
@@ -370,7 +458,9 @@ int run(const Options& o) {
     runtime::PackedFunc f = tuned.get_function(fname), fdef = fallback.get_function(fname);
     runtime::NDArray& out = c.args.back();
     auto call = [&](const runtime::PackedFunc& fn) {
-      if (c.args.size() == 3)
+      if (c.call)
+        c.call(fn);
+      else if (c.args.size() == 3)
         fn(c.args[0], c.args[1], c.args[2]);
       else
         fn(c.args[0], c.args[1], c.args[2], c.args[3]);
@@ -423,7 +513,7 @@ int run(const Options& o) {
   }
 
   // ---- tables, one per section
-  for (const std::string& section : {"matmul", "dense", "conv"}) {
+  for (const std::string& section : {"matmul", "dense", "conv", "transformer"}) {
     std::vector<const Result*> rows;
     for (const Result& r : results)
       if (r.section == section) rows.push_back(&r);
@@ -447,7 +537,7 @@ int run(const Options& o) {
       }
       std::printf(" %9.1e\n", r->max_rel_err);
     }
-    if (section == std::string("conv")) {
+    if (section == std::string("conv") || section == std::string("transformer")) {
       for (const auto& [nt, rs] : ratios) {
         std::printf("%-32s %3d %6s %9s %8s %7s", "geometric mean", nt, "", "", "", "");
         for (size_t i = 0; i < rs.size(); ++i) std::printf(" %16s", "");
@@ -457,7 +547,11 @@ int run(const Options& o) {
     }
     std::printf(
         "(GFLOP/s; loom = best tuned record, default = the template's default config; %%peak of the measured "
-        "FMA peak at that thread count)\n\n");
+        "FMA peak at that thread count)\n");
+    if (section == std::string("transformer"))
+      std::printf("(each call on the next of %d copies of the weight%s)\n", o.weight_copies,
+                  o.weight_copies == 1 ? ": a weight that stays in cache" : ", as a network's layers find theirs");
+    std::printf("\n");
   }
 
   if (!o.json.empty()) {

@@ -28,6 +28,7 @@ int run(const Args& a) {
   opt.measure.n_parallel = int(a.integer("--jobs", 0, 0, 256));
   opt.measure.repeat = int(a.integer("--repeat", 3, 1, 1000));
   opt.measure.min_repeat_ms = a.number("--min-repeat-ms", 100, 0);
+  opt.measure.rotate_inputs = a.has("--rotate-inputs");
   opt.measure.check_correctness = !a.has("--no-check");
   opt.confirm_top = int(a.integer("--confirm", 5, 0, 1000));
   opt.confirm_measurements = int(a.integer("--confirm-measurements", 3, 2, 1000));
@@ -136,6 +137,9 @@ Command tune_command() {
        "i.e. --jobs; under mpirun, the workers of all ranks)"},
       {"--repeat", "R", "timed repeats per candidate (default: 3)"},
       {"--min-repeat-ms", "MS", "minimum duration of one timed repeat (default: 100)"},
+      {"--rotate-inputs", "",
+       "time each run on the next of several copies of the inputs (64 MiB in all), so that no run finds them in "
+       "cache, as a network's kernels find their weights"},
       {"--early-stopping", "N", "stop after N trials without improvement (default: never)"},
       {"--confirm", "K",
        "at the end, measure the K fastest configs again, round-robin, until each has "

@@ -99,6 +99,7 @@ int run(const Args& a) {
   to.measure.n_parallel = int(a.integer("--jobs", 0, 0, 256));
   to.measure.repeat = int(a.integer("--repeat", 3, 1, 1000));
   to.measure.min_repeat_ms = a.number("--min-repeat-ms", 100, 0);
+  to.measure.rotate_inputs = a.has("--rotate-inputs");
   to.measure.check_correctness = !a.has("--no-check");
   to.confirm_top = int(a.integer("--confirm", 3, 0, 1000));
   to.confirm_measurements = int(a.integer("--confirm-measurements", 3, 2, 1000));
@@ -247,6 +248,9 @@ Command tune_model_command() {
       {"--seed", "N", "seed of the random choices (default: 0; task i searches with seed + i)"},
       {"--repeat", "R", "timed repeats per candidate (default: 3)"},
       {"--min-repeat-ms", "MS", "minimum duration of one timed repeat (default: 100)"},
+      {"--rotate-inputs", "",
+       "time each run on the next of several copies of the inputs (64 MiB in all), so that no run finds them in "
+       "cache, as a network's kernels find their weights"},
       {"--confirm", "K", "at the end, measure each task's K fastest configs again (default: 3; 0: off)"},
       {"--confirm-measurements", "M", "measurements each confirmed config ends with (default: 3)"},
       {"--no-check", "", "skip comparing each candidate's output with the reference"},

@@ -150,10 +150,12 @@ const Knob& ConfigSpace::define_annotate(const std::string& name, std::vector<st
   return knobs_.back();
 }
 
-const Knob& ConfigSpace::define_choice(const std::string& name, std::vector<int64_t> values) {
+const Knob& ConfigSpace::define_choice(const std::string& name, std::vector<int64_t> values,
+                                       bool absent_means_first) {
   check_new_name(knobs_, name);
   LOOM_CHECK(!values.empty(), "choice knob '{}': needs at least one value", name);
   Knob k{name, KnobKind::kChoice, {}, {}, 0};
+  k.absent_means_first = absent_means_first;
   for (int64_t v : values) k.values.push_back({v});
   knobs_.push_back(std::move(k));
   return knobs_.back();
@@ -213,6 +215,10 @@ ConfigEntity ConfigSpace::from_record(const records::ConfigRecord& r) const {
   for (size_t i = 0; i < knobs_.size(); ++i) {
     const Knob& k = knobs_[i];
     auto it = r.knobs.find(k.name);
+    if (it == r.knobs.end() && k.absent_means_first) {
+      choices[i] = 0;
+      continue;
+    }
     LOOM_CHECK(it != r.knobs.end(), "config record: knob '{}' is missing", k.name);
     int found = -1;
     if (k.kind == KnobKind::kAnnotate) {
@@ -334,8 +340,8 @@ std::string ConfigContext::annotate(const std::string& name, std::vector<std::st
   return label(name);
 }
 
-int64_t ConfigContext::choice(const std::string& name, std::vector<int64_t> values) {
-  if (space_) return space_->define_choice(name, std::move(values)).values[0][0];
+int64_t ConfigContext::choice(const std::string& name, std::vector<int64_t> values, bool absent_means_first) {
+  if (space_) return space_->define_choice(name, std::move(values), absent_means_first).values[0][0];
   lookup(name, KnobKind::kChoice);
   return entity_.value(name)[0];
 }

@@ -28,7 +28,7 @@ const std::string kShape = "--op matmul --shape 32,32,32";
 TEST_F(CliTest, HelpOfEveryCommandNamesItsOptions) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"tune", {"--op", "--shape", "--dtype", "--target", "--trials", "--log", "--tuner", "--resume", "--transfer-from",
-                "--timeout", "--jobs", "--seed", "--batch", "--min-repeat-ms"}},
+                "--timeout", "--jobs", "--seed", "--batch", "--min-repeat-ms", "--rotate-inputs"}},
       {"build", {"--op", "--shape", "--log", "-o", "--target", "--name"}},
       {"bench", {"--op", "--shape", "--log", "--so", "--threads", "--json", "--repeat"}},
       {"show", {"--op", "--shape", "--log", "--config", "--vector-report"}},
@@ -176,8 +176,10 @@ TEST_F(CliTest, TuneThenSummaryShowBuildBenchPlot) {
     EXPECT_LE(confirming, 16);
     EXPECT_EQ(confirming % 2, 0);
   }
-  // --resume measures only new configs: the log grows by the new trials.
-  Result resumed = loom("tune " + kShape + " --tuner random --resume --log " + log + " --trials 4 --batch 4 --repeat 1 --min-repeat-ms 1");
+  // --resume measures only new configs: the log grows by the new trials (timed here on
+  // rotated copies of the inputs).
+  Result resumed = loom("tune " + kShape + " --tuner random --resume --log " + log +
+                        " --trials 4 --batch 4 --repeat 1 --min-repeat-ms 1 --rotate-inputs");
   ASSERT_EQ(resumed.rc, 0) << resumed.err;
   EXPECT_HAS(resumed.out, "8 resumed");
 
@@ -192,7 +194,7 @@ TEST_F(CliTest, TuneThenSummaryShowBuildBenchPlot) {
   Result portable = loom("records portable " + log + " " + xlog + " --top 1");
   ASSERT_EQ(portable.rc, 0) << portable.err;
   EXPECT_HAS(portable.out, "in all 1 workloads");
-  EXPECT_HAS(portable.out, "   1    1.000   1.00  tile_");  // one shape: its best ranks first
+  EXPECT_HAS(portable.out, "   1    1.000   1.00  cols_outer=");  // one shape: its best ranks first
 
   Result merged = loom("records merge " + log + " " + xlog + " -o " + path("merged.jsonl"));
   ASSERT_EQ(merged.rc, 0) << merged.err;

@@ -445,6 +445,73 @@ TEST(Templates, NchwcDefaultsFitTheRegisterBudget) {
   }
 }
 
+/// "" when every access of the register tile `acc` (a "local" anchor) in `ir` has a constant
+/// index, else the first that does not.
+std::string loop_indexed_accumulator_access(const std::string& ir, const std::string& acc) {
+  const std::string access = acc + "[ramp(";
+  int accesses = 0;
+  for (size_t at = ir.find(access); at != std::string::npos; at = ir.find(access, at + 1)) {
+    if (at > 0 && ir[at - 1] != ' ' && ir[at - 1] != '(') continue;
+    ++accesses;
+    const char next = ir[at + access.size()];
+    if (next < '0' || next > '9') return ir.substr(at, ir.find('\n', at) - at);
+  }
+  return accesses ? "" : "no access of '" + acc + "' at all";
+}
+
+// An epilogue that calls a vector function (GELU's erf, SiLU's exp) must not keep the register
+// tile on the stack: the tile's write-out is unrolled, so the accumulator is read at constant
+// indices only, on tiles with row and column tails (13 rows in 8-row tiles, 40 columns in 48).
+/// Schedules `b`'s group, checks it against the group and that its register tile `acc`
+/// (allocated "local") is accessed at constant indices only.
+void expect_tile_in_registers(const Group& b, const std::string& acc) {
+  ASSERT_TRUE(b.g.call);
+  FusedSchedule fs = schedule_fused(b.kernel(), Target("llvm"));
+  EXPECT_EQ(run_against_group(b.g, fs), "");
+  const std::string ir = ir_of(fs);
+  ASSERT_NE(ir.find("allocate " + acc + ": "), std::string::npos) << ir;
+  EXPECT_EQ(loop_indexed_accumulator_access(ir, acc), "");
+}
+
+TEST(Fused, CallingEpiloguesReadTheAccumulatorAtConstantIndices) {
+  {
+    Group b;
+    Tensor x = b.input({13, 24}, "x"), w = b.input({3, 24, 16}, "w"), bias = b.input({40}, "bias");
+    Tensor d = b.anchor("dense_pack", {x, w}, {{"units", int64_t(40)}});
+    b.g.outputs = {b.op("gelu", {b.op("bias_add", {d, bias})})};
+    expect_tile_in_registers(b, "dense");
+  }
+  {
+    Group b;
+    Tensor x = b.input({1, 1, 9, 10, 16}, "x"), w = b.input({2, 1, 3, 3, 16, 16}, "w");
+    Tensor c = b.anchor("conv2d_nchwc", {x, w}, {{"padding", std::vector<int64_t>{1, 1}}});
+    b.g.outputs = {b.op("multiply", {c, b.op("sigmoid", {c})})};
+    expect_tile_in_registers(b, "conv2d_nchwc");
+  }
+  {
+    Group b;
+    Tensor x = b.input({1, 2, 9, 9, 16}, "x"), w = b.input({2, 1, 3, 3, 1, 16}, "w");
+    Tensor c = b.anchor("depthwise_conv2d_nchwc", {x, w}, {{"padding", std::vector<int64_t>{1, 1}}});
+    b.g.outputs = {b.op("multiply", {c, b.op("sigmoid", {c})})};
+    expect_tile_in_registers(b, "depthwise_conv2d_nchwc");
+  }
+}
+
+// Fewer rows than columns (a dense layer over a few hundred tokens): the untuned config runs
+// the column panels outermost, so that the weight streams through the cache once; square
+// products keep rows outermost.
+TEST(Templates, GemmDefaultStreamsTheLargerOperandOnce) {
+  for (const char* op : {"dense_pack", "dense", "matmul"}) {
+    Task tall = Task::create(op, {197, 3072, 768}, Target("llvm"));
+    ConfigEntity t = tall.space().get(tall.default_index());
+    EXPECT_EQ(t.value("cols_outer"), (std::vector<int64_t>{1})) << op << ": " << t.str();
+    EXPECT_EQ(t.value("tile_y").back(), 8) << op << ": " << t.str();  // with a tail: 197 is prime
+    EXPECT_EQ(t.value("tile_x").back(), 48) << op << ": " << t.str();
+    Task square = Task::create(op, {256, 256, 256}, Target("llvm"));
+    EXPECT_EQ(square.space().get(square.default_index()).value("cols_outer"), (std::vector<int64_t>{0})) << op;
+  }
+}
+
 TEST(Fused, DenseBiasReluIsDenseWithAnEpilogue) {
   Task old = Task::create("dense_bias_relu", {9, 20, 11}, Target("llvm"));
   Task dense = Task::create("dense", {9, 20, 11}, Target("llvm"));

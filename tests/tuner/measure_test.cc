@@ -113,6 +113,24 @@ TEST_F(MeasureTest, ARunTimeHangIsARunTimeout) {
   for (const auto& r : res) EXPECT_EQ(r.error, ErrorCode::kRunTimeout) << r.error_msg;
 }
 
+// rotate_inputs: runs timed on copies of the inputs (64 of a small task's) give costs as
+// the plain measurement does, and a wrong answer is still one.
+TEST_F(MeasureTest, RotatedInputsAreTimedAndStillChecked) {
+  Task task = Task::create("matmul", {64, 48, 40}, Target("llvm"));
+  MeasureOptions o = fast_options();
+  o.rotate_inputs = true;
+  Measurer m(task, o);
+  auto res = m.measure(std::vector<int64_t>{task.default_index()});
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(res[0].error, ErrorCode::kNoError) << res[0].error_msg;
+  ASSERT_EQ(res[0].costs.size(), 2u);
+  for (double c : res[0].costs) EXPECT_GT(c, 0);
+  Task faulty = Task::create("test_faulty", {64}, Target("llvm"));
+  Measurer mf(faulty, o);
+  auto bad = mf.measure(std::vector<int64_t>{config_with(faulty, {{"mode", 3}})});
+  EXPECT_EQ(bad[0].error, ErrorCode::kWrongAnswer) << bad[0].error_msg;
+}
+
 TEST_F(MeasureTest, WithoutCorrectnessCheckingAWrongScheduleIsTimed) {
   Task task = Task::create("test_faulty", {64}, Target("llvm"));
   MeasureOptions o = fast_options();

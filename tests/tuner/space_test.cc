@@ -153,6 +153,25 @@ TEST(ConfigEntity, FromRecordValidates) {
   EXPECT_THROW(sp.from_record(r), Error);
 }
 
+// A knob a template added after records were written: records without it take its first
+// value (and keep their index, the new knob being the last); other missing knobs still fail.
+TEST(ConfigEntity, FromRecordGivesAKnobAddedLaterItsFirstValue) {
+  ConfigSpace old_space = make_space();
+  ConfigSpace sp = make_space();
+  sp.define_choice("added", {0, 1}, /*absent_means_first=*/true);
+  EXPECT_TRUE(sp.knob("added").absent_means_first);
+  EXPECT_FALSE(sp.knob("order").absent_means_first);
+  for (int64_t idx : {int64_t(0), int64_t(5), old_space.size() - 1}) {
+    ConfigEntity e = sp.from_record(old_space.get(idx).to_record());
+    EXPECT_EQ(e.index(), idx);
+    EXPECT_EQ(e.value("added"), (std::vector<int64_t>{0}));
+  }
+  records::ConfigRecord with = sp.get(old_space.size() + 3).to_record();
+  EXPECT_EQ(sp.from_record(with).value("added"), (std::vector<int64_t>{1}));
+  with.knobs.erase("order");
+  EXPECT_THROW(sp.from_record(with), Error);
+}
+
 TEST(ConfigContext, DefiningReturnsFirstValuesApplyingReturnsTheConfigs) {
   ConfigSpace sp;
   auto define = [](ConfigContext& cfg) {

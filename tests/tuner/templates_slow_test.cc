@@ -125,6 +125,28 @@ TEST(Templates, SixRowGemmTilesWithTailsMatchReference) {
   }
 }
 
+// Both outer tile orders of the GEMM templates (cols_outer) with eight-row tiles, on shapes
+// the tiles divide and on ones they do not (a prime row count, columns off the 16-block).
+TEST(Templates, GemmTileOrdersAndEightRowTailsMatchReference) {
+  for (const Case& c : {Case{"dense_pack", {13, 40, 24}, {}}, Case{"dense_pack", {16, 48, 16}, {}},
+                        Case{"matmul", {19, 37, 9}, {}}, Case{"dense", {11, 64, 20}, {}},
+                        Case{"batch_matmul", {2, 17, 20, 8}, {}}}) {
+    Task task = Task::create(c.op, c.shape, Target("llvm"), "float32", c.attrs);
+    std::set<std::pair<std::vector<int64_t>, std::vector<int64_t>>> tried;
+    for (int64_t idx = 0; idx < task.space().size(); ++idx) {
+      ConfigEntity e = task.space().get(idx);
+      const std::vector<int64_t> ty = e.value("tile_y");
+      if (ty.back() != 8 || !tried.insert({ty, e.value("cols_outer")}).second) continue;
+      Instance inst = task.instantiate(idx);
+      EXPECT_EQ(test::compare_with_reference(inst.schedule, inst.args, uint64_t(idx) + 1), "")
+          << case_name(c) << " config " << idx << ": " << e.str();
+    }
+    std::set<std::vector<int64_t>> orders;
+    for (const auto& t : tried) orders.insert(t.second);
+    EXPECT_EQ(orders.size(), 2u) << case_name(c) << ": both tile orders with eight-row tiles";
+  }
+}
+
 TEST(Registry, BuiltinsAreRegistered) {
   auto names = template_names();
   for (const char* n : {"matmul", "batch_matmul", "dense", "dense_pack", "dense_bias_relu", "conv2d_nchw",

@@ -24,6 +24,7 @@ json to_json(const MeasureOptions& o) {
           {"repeat", o.repeat},
           {"min_repeat_ms", o.min_repeat_ms},
           {"flush_cache", o.flush_cache},
+          {"rotate_inputs", o.rotate_inputs},
           {"timeout_s", o.timeout_s},
           {"n_parallel", o.n_parallel},
           {"check_correctness", o.check_correctness},
@@ -40,6 +41,7 @@ MeasureOptions measure_options_from_json(const json& j) {
   o.repeat = j.at("repeat").get<int>();
   o.min_repeat_ms = j.at("min_repeat_ms").get<double>();
   o.flush_cache = j.at("flush_cache").get<bool>();
+  o.rotate_inputs = j.value("rotate_inputs", false);
   o.timeout_s = j.at("timeout_s").get<double>();
   o.n_parallel = j.at("n_parallel").get<int>();
   o.check_correctness = j.at("check_correctness").get<bool>();

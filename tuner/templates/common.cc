@@ -153,6 +153,13 @@ SplitOptions row_split_options(int64_t extent) {
     const bool pow2 = (mid & (mid - 1)) == 0;
     if (!six && pow2 && (mid == 1 || mid * 6 <= extent)) o.candidates.push_back({-1, mid, 6});
   }
+  // Eight rows (AVX-512's 32 registers hold 8 x 2-3 accumulators) with a tail where no
+  // divisor gives them (197 tokens); appended so that the earlier candidates keep their
+  // indices in old records.
+  for (int64_t mid = 1; mid * 8 <= extent; mid *= 2) {
+    const std::vector<int64_t> eight{-1, mid, 8};
+    if (std::find(o.candidates.begin(), o.candidates.end(), eight) == o.candidates.end()) o.candidates.push_back(eight);
+  }
   return o;
 }
 
@@ -256,12 +263,19 @@ SplitOptions tile_options(int64_t extent, int64_t max) {
   return o;
 }
 
-Preferences gemm_preferences() {
+Preferences gemm_preferences(int64_t rows, int64_t cols) {
   Preferences p;
   p.values["tile_y"] = {-1, 4, 8};
   p.values["tile_x"] = {-1, 4, 32};
   p.values["tile_k"] = {-1, 4};
   p.labels["unroll_k"] = "unroll";
+  p.values["cols_outer"] = {0};
+  if (rows < cols) {
+    // B (K x cols) outweighs A (rows x K): stream B once, a 48-column panel (8 x 3
+    // accumulators) at a time, while every row passes.
+    p.values["cols_outer"] = {1};
+    p.values["tile_x"] = {-1, 1, 48};
+  }
   return p;
 }
 
@@ -275,12 +289,20 @@ void schedule_gemm(ConfigContext& cfg, schedule::Stage out, const te::IterVar& b
   tk.max_factor = 16;
   cfg.split("tile_k", K, tk);
   cfg.annotate("unroll_k", {"unroll", "none"});
+  // Which operand the outer tiles stream once: rows outermost (0) re-reads B's panels for
+  // every block of rows; columns outermost (1) keeps a B panel in cache while all the rows
+  // pass, which is what a weight much larger than the activations (a transformer's dense
+  // layers over a few hundred tokens) needs.
+  const int64_t cols_outer = cfg.choice("cols_outer", {0, 1}, /*absent_means_first=*/true);
 
   auto yp = cfg.apply_split("tile_y", out, y);
   auto xp = cfg.apply_split("tile_x", out, x);
   std::vector<te::IterVar> order;
   if (batch.defined()) order.push_back(batch);
-  order.insert(order.end(), {yp[0], xp[0], yp[1], xp[1], yp[2], xp[2]});
+  if (cols_outer)
+    order.insert(order.end(), {xp[0], yp[0], yp[1], xp[1], yp[2], xp[2]});
+  else
+    order.insert(order.end(), {yp[0], xp[0], yp[1], xp[1], yp[2], xp[2]});
   out.reorder(order);
   std::vector<te::IterVar> outer(order.begin(), order.end() - 4);
   out.parallel(outer.size() > 1 ? out.fuse(outer) : outer[0]);

@@ -54,7 +54,9 @@ Template base(const std::string& name, const std::string& doc) {
   t.flop = dense_flop;
   t.schedule_epilogue = schedule_dense;
   t.schedule = tmpl::bare(schedule_dense);
-  t.default_config = [](const ConfigSpace& sp) { return tmpl::closest_config(sp, tmpl::gemm_preferences()); };
+  t.workload_default_config = [](const ConfigSpace& sp, const records::Workload& w) {
+    return tmpl::closest_config(sp, tmpl::gemm_preferences(w.shape[0], w.shape[1]));
+  };
   return t;
 }
 

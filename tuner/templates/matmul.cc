@@ -44,7 +44,9 @@ Template matmul_template() {
   t.compute = compute;
   t.schedule = tmpl::bare(schedule_matmul);
   t.schedule_epilogue = schedule_matmul;
-  t.default_config = [](const ConfigSpace& sp) { return tmpl::closest_config(sp, tmpl::gemm_preferences()); };
+  t.workload_default_config = [](const ConfigSpace& sp, const records::Workload& w) {
+    return tmpl::closest_config(sp, tmpl::gemm_preferences(w.shape[0], w.shape[1]));
+  };
   return t;
 }
 

@@ -111,8 +111,10 @@ void schedule_gemm(ConfigContext& cfg, schedule::Stage out, const te::IterVar& b
                    const te::IterVar& x, int64_t M, int64_t N, int64_t K, schedule::Stage acc,
                    const std::vector<te::IterVar>& acc_outer, const te::IterVar& acc_y, const te::IterVar& acc_x,
                    const te::IterVar& acc_k);
-/// Default knob values of schedule_gemm.
-Preferences gemm_preferences();
+/// Default knob values of schedule_gemm for a product of `rows` x `cols` outputs (0, 0: the
+/// square case): columns outermost, in 48-wide panels, where there are fewer rows than
+/// columns (the activations smaller than the weight).
+Preferences gemm_preferences(int64_t rows = 0, int64_t cols = 0);
 
 /// Sizes of a 2-D convolution workload with shape [N, C, H, W, K, R, S] and attrs stride
 /// and pad (both spatial dimensions alike), and its output size.

@@ -19,6 +19,11 @@ struct MeasureOptions {
   double min_repeat_ms = 100;
   /// Writes a 64 MiB buffer before every repeat so each starts with a cold cache.
   bool flush_cache = false;
+  /// CPU: the inputs in as many copies as fill 64 MiB (at most 64), each run on the next
+  /// copy, so that no run finds its inputs in cache from the run before: as a kernel of a
+  /// network finds its weights (a transformer's dense layers, whose weights are far larger
+  /// than a core's cache, favour another tile order then than with a hot weight).
+  bool rotate_inputs = false;
   /// Limit for building one candidate and, separately, for running (timing and checking) it.
   double timeout_s = 10;
   /// Worker processes, i.e. candidates built in parallel; 0: one per core.

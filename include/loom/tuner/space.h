@@ -37,6 +37,9 @@ struct Knob {
   std::vector<std::vector<int64_t>> values;
   std::vector<std::string> labels;  // for annotate knobs: "none", "unroll", "vec"
   int64_t extent = 0;                // for split knobs: the extent split
+  /// A knob a template added after records were written: a record without it takes the
+  /// knob's first value (the schedule those records measured) instead of failing.
+  bool absent_means_first = false;
   size_t size() const { return values.size(); }
 };
 
@@ -71,7 +74,7 @@ class ConfigSpace {
   const Knob& define_split(const std::string& name, int64_t extent, const SplitOptions& opt = {});
   const Knob& define_reorder(const std::string& name, std::vector<std::vector<int64_t>> permutations);
   const Knob& define_annotate(const std::string& name, std::vector<std::string> options);
-  const Knob& define_choice(const std::string& name, std::vector<int64_t> values);
+  const Knob& define_choice(const std::string& name, std::vector<int64_t> values, bool absent_means_first = false);
 
   const std::vector<Knob>& knobs() const { return knobs_; }
   /// Throws loom::Error naming the knobs there are if there is no such knob.
@@ -109,7 +112,9 @@ class ConfigContext {
   std::vector<int64_t> split(const std::string& name, int64_t extent, const SplitOptions& opt = {});
   std::vector<int64_t> reorder(const std::string& name, std::vector<std::vector<int64_t>> permutations);
   std::string annotate(const std::string& name, std::vector<std::string> options);
-  int64_t choice(const std::string& name, std::vector<int64_t> values);
+  /// `absent_means_first`: see Knob (a choice added to a template that already had records;
+  /// its first value must be what the template did before).
+  int64_t choice(const std::string& name, std::vector<int64_t> values, bool absent_means_first = false);
 
   /// Splits `axis` of `stage` by the factors of split knob `name`: for [-1, f1, f2] it splits
   /// by f2 and then the outer part by f1. Returns the parts, outermost first.
