@@ -292,8 +292,11 @@ void schedule_gemm(ConfigContext& cfg, schedule::Stage out, const te::IterVar& b
   // Which operand the outer tiles stream once: rows outermost (0) re-reads B's panels for
   // every block of rows; columns outermost (1) keeps a B panel in cache while all the rows
   // pass, which is what a weight much larger than the activations (a transformer's dense
-  // layers over a few hundred tokens) needs.
-  const int64_t cols_outer = cfg.choice("cols_outer", {0, 1}, /*absent_means_first=*/true);
+  // layers over a few hundred tokens) needs. Where there are at least as many rows as
+  // columns, rows outermost already streams the larger operand once: the knob keeps one value
+  // there, so square and tall spaces are as large as before it was added.
+  const std::vector<int64_t> orders = M < N ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
+  const int64_t cols_outer = cfg.choice("cols_outer", orders, /*absent_means_first=*/true);
 
   auto yp = cfg.apply_split("tile_y", out, y);
   auto xp = cfg.apply_split("tile_x", out, x);
