@@ -25,6 +25,18 @@ void PackedFunc::call(std::vector<DLTensor*> args) const {
   }
 }
 
+PackedFunc PackedFunc::from_throwing(std::string name, std::function<void(DLTensor**, int32_t)> body) {
+  return PackedFunc(std::move(name), [body = std::move(body)](DLTensor** args, int32_t n) -> int32_t {
+    try {
+      body(args, n);
+      return 0;
+    } catch (const std::exception& e) {
+      loom_set_last_error(e.what());
+      return -1;
+    }
+  });
+}
+
 int32_t PackedFunc::call_status(std::vector<DLTensor*> args) const {
   if (!defined()) {
     loom_set_last_error(fmt::format("calling an undefined PackedFunc '{}'", name_).c_str());

@@ -165,15 +165,8 @@ class EmulatedCudaModuleNode : public runtime::ModuleNode,
     for (size_t i = 0; i < plans_.size(); ++i)
       if (plans_[i].name == name) {
         auto self = shared_from_this();
-        return runtime::PackedFunc(name, [self, i](DLTensor** args, int32_t n) -> int32_t {
-          try {
-            self->run(self->plans_[i], args, n);
-            return 0;
-          } catch (const std::exception& e) {
-            loom_set_last_error(e.what());
-            return -1;
-          }
-        });
+        return runtime::PackedFunc::from_throwing(
+            name, [self, i](DLTensor** args, int32_t n) { self->run(self->plans_[i], args, n); });
       }
     return runtime::PackedFunc();
   }

@@ -36,15 +36,8 @@ class CudaModuleNode : public ModuleNode, public std::enable_shared_from_this<Cu
     for (size_t i = 0; i < funcs_.size(); ++i)
       if (funcs_[i].name == name) {
         auto self = shared_from_this();  // the function keeps its module loaded
-        return PackedFunc(name, [self, i](DLTensor** args, int32_t n) -> int32_t {
-          try {
-            self->run(self->funcs_[i], args, n);
-            return 0;
-          } catch (const std::exception& e) {
-            loom_set_last_error(e.what());
-            return -1;
-          }
-        });
+        return PackedFunc::from_throwing(
+            name, [self, i](DLTensor** args, int32_t n) { self->run(self->funcs_[i], args, n); });
       }
     return PackedFunc();
   }

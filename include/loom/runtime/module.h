@@ -18,6 +18,9 @@ class PackedFunc {
   using Raw = std::function<int32_t(DLTensor** args, int32_t num_args)>;
   PackedFunc() = default;
   PackedFunc(std::string name, Raw raw) : name_(std::move(name)), raw_(std::move(raw)) {}
+  /// A function whose body reports errors by throwing: a std::exception becomes status -1
+  /// with its message as loom_get_last_error().
+  static PackedFunc from_throwing(std::string name, std::function<void(DLTensor** args, int32_t num_args)> body);
   bool defined() const { return static_cast<bool>(raw_); }
   const std::string& name() const { return name_; }
 
